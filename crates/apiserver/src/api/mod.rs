@@ -1,0 +1,270 @@
+//! The resource API: GET, LIST, WATCH, POST, PUT, PATCH and DELETE on the catalogue's
+//! resources and their subresources.
+//!
+//! Handlers here speak Kubernetes (targets, options, objects, `Status` errors); the
+//! HTTP framing lives in [`crate::http`].
+
+mod delete;
+mod read;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::request::{Query, Route, Target};
+use crate::status::{ApiError, ApiResult};
+use crate::store::Store;
+
+/// Largest request body accepted (upstream: 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Shared state of the resource API.
+pub struct Api {
+    /// The object store.
+    pub store: Arc<Store>,
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+/// A response plus `Warning` headers to attach.
+pub struct Reply {
+    status: StatusCode,
+    body: Body,
+    content_type: &'static str,
+    warnings: Vec<String>,
+}
+
+impl Reply {
+    /// A JSON body from bytes.
+    pub fn json_bytes(status: StatusCode, bytes: Bytes) -> Reply {
+        Reply {
+            status,
+            body: Body::from(bytes),
+            content_type: "application/json",
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A JSON body from a value.
+    pub fn json(status: StatusCode, v: &Value) -> Reply {
+        Self::json_bytes(
+            status,
+            Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+        )
+    }
+
+    /// A streaming body.
+    pub fn stream(body: Body, content_type: &'static str) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            body,
+            content_type,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Add `Warning: 299 - "msg"` headers.
+    pub fn with_warnings(mut self, w: Vec<String>) -> Reply {
+        self.warnings = w;
+        self
+    }
+
+    /// Build the HTTP response.
+    pub fn into_response(self) -> Response {
+        let mut r = Response::new(self.body);
+        *r.status_mut() = self.status;
+        r.headers_mut()
+            .insert("content-type", HeaderValue::from_static(self.content_type));
+        for w in self.warnings {
+            let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+                r.headers_mut().append("warning", v);
+            }
+        }
+        r
+    }
+}
+
+/// An error as an HTTP response.
+pub fn error_response(e: &ApiError) -> Response {
+    let mut r = Reply::json(
+        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &e.to_status(),
+    )
+    .into_response();
+    if let Some(secs) = e.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert("retry-after", v);
+        }
+    }
+    r
+}
+
+impl Api {
+    /// Serve a request on a resource path.
+    pub async fn serve(
+        self: &Arc<Self>,
+        method: &Method,
+        target: Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> ApiResult<Reply> {
+        match (method.as_str(), target.name.is_some()) {
+            ("GET", true) => self.get(&target, query),
+            ("GET", false) => {
+                let opts = crate::request::ListOptions::parse(query, target.legacy_watch)?;
+                if opts.watch {
+                    self.watch(&target, opts)
+                } else {
+                    self.list(&target, &opts)
+                }
+            }
+            ("POST", false) => self.create(&target, query, headers, &body).await,
+            ("PUT", true) => self.update(&target, query, headers, &body).await,
+            ("PATCH", true) => self.patch(&target, query, headers, &body).await,
+            ("DELETE", true) => self.delete(&target, query, &body).await,
+            ("DELETE", false) if target.resource.delete_collection => {
+                self.delete_collection(&target, query, &body).await
+            }
+            _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
+        }
+    }
+}
+
+/// Parse a route; `None` for the non-resource discovery routes handled elsewhere.
+pub fn resource_target(route: Route) -> Option<Target> {
+    match route {
+        Route::Resource(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// The media type of a request body, without parameters.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// Decode a JSON (or YAML) request body into an object.
+pub fn decode_body(kind: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    if body.len() > MAX_BODY {
+        return Err(ApiError::too_large());
+    }
+    let ct = content_type(headers);
+    let parsed: Result<Value, String> = match ct.as_str() {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            serde_yaml::from_slice::<Value>(body).map_err(|e| e.to_string())
+        }
+        "" | "application/json" | "*/*" => serde_json::from_slice::<Value>(body).map_err(|e| e.to_string()),
+        other if other.contains("protobuf") => {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"),
+            ))
+        }
+        _ => serde_json::from_slice::<Value>(body).map_err(|e| e.to_string()),
+    };
+    match parsed {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: expected an object"
+        ))),
+        Err(e) => {
+            let snippet: String = String::from_utf8_lossy(&body[..body.len().min(64)]).into_owned();
+            Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {e} ({snippet})"
+            )))
+        }
+    }
+}
+
+/// A PATCH body with its type.
+pub enum PatchBody {
+    /// `application/json-patch+json`.
+    Json(json_patch::Patch),
+    /// `application/merge-patch+json`.
+    Merge(Value),
+    /// `application/strategic-merge-patch+json`.
+    Strategic(Value),
+}
+
+impl PatchBody {
+    /// Parse by content type; 415 for unsupported types, 400 for malformed bodies.
+    pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<PatchBody> {
+        let parse_value = || -> ApiResult<Value> {
+            serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+        };
+        match content_type {
+            "application/json-patch+json" => {
+                let v = parse_value()?;
+                let p: json_patch::Patch = serde_json::from_value(v)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                Ok(PatchBody::Json(p))
+            }
+            "application/merge-patch+json" => Ok(PatchBody::Merge(parse_value()?)),
+            "application/strategic-merge-patch+json" => {
+                let v = parse_value()?;
+                if !v.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: a strategic merge patch must be a JSON object",
+                    ));
+                }
+                Ok(PatchBody::Strategic(v))
+            }
+            _ => Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "415: Unsupported Media Type",
+            )),
+        }
+    }
+
+    /// Apply to `original`, whose schema definition is `definition`.
+    pub fn apply(&self, original: &Value, definition: &str) -> ApiResult<Value> {
+        match self {
+            PatchBody::Json(p) => {
+                let mut doc = original.clone();
+                json_patch::patch(&mut doc, p).map_err(|e| match e.kind {
+                    json_patch::PatchErrorKind::TestFailed => ApiError::new(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request",
+                    ),
+                    _ => ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    ),
+                })?;
+                Ok(doc)
+            }
+            PatchBody::Merge(p) => {
+                let mut doc = original.clone();
+                json_patch::merge(&mut doc, p);
+                Ok(doc)
+            }
+            PatchBody::Strategic(p) => crate::patch::strategic(original, p, definition),
+        }
+    }
+}

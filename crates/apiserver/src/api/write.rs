@@ -1,0 +1,558 @@
+//! POST (create), PUT (update) and PATCH, including the status, scale and finalize
+//! subresources.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::{content_type, decode_body, Api, Reply};
+use crate::admission;
+use crate::catalog::{ResourceDef, Subresource};
+use crate::request::{FieldValidation, Query, Target, WriteOptions};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{object_key, EventType, StoredObject, View, WriteAction};
+use crate::strategy;
+
+/// The service CIDR cluster IPs come from (upstream default 10.96.0.0/12).
+const SERVICE_CIDR_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
+const SERVICE_CIDR_SIZE: u32 = 1 << 20;
+
+/// What an incoming body became after decoding and pruning.
+struct Decoded {
+    obj: Value,
+    warnings: Vec<String>,
+}
+
+/// Check kind/apiVersion, drop or reject unknown fields, check types.
+fn normalise(def: &ResourceDef, mut obj: Value, opts: &WriteOptions) -> ApiResult<Decoded> {
+    let api_version = def.api_version();
+    let given_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
+    let given_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(k) = &given_kind {
+        if k != def.kind || given_version.as_deref().is_some_and(|v| v != api_version) {
+            let gv = given_version.unwrap_or_default();
+            let (g, v) = gv.rsplit_once('/').unwrap_or(("", gv.as_str()));
+            let _ = g;
+            return Err(ApiError::bad_request(format!(
+                "{k} in version \"{v}\" cannot be handled as a {}: converting ({v}.{k}) to ({}.{}): unknown conversion",
+                def.kind,
+                if def.group.is_empty() { "core" } else { def.package() },
+                def.kind
+            )));
+        }
+    }
+    if let Some(o) = obj.as_object_mut() {
+        // kind and apiVersion lead, as upstream serialises them
+        let rest: Vec<(String, Value)> = std::mem::take(o)
+            .into_iter()
+            .filter(|(k, _)| k != "kind" && k != "apiVersion")
+            .collect();
+        o.insert("kind".into(), json!(def.kind));
+        o.insert("apiVersion".into(), json!(api_version));
+        o.extend(rest);
+    }
+    let unknown = if opts.field_validation == FieldValidation::Ignore {
+        crate::schema::prune_unknown(&def.definition(), &mut obj);
+        Vec::new()
+    } else {
+        crate::schema::prune_unknown(&def.definition(), &mut obj)
+    };
+    if !unknown.is_empty() && opts.field_validation == FieldValidation::Strict {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+            def.kind,
+            def.version,
+            def.kind,
+            list.join(", ")
+        )));
+    }
+    if let Some(Err(e)) = crate::schema::typed_check(def.group, def.version, def.kind, &obj) {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            def.kind, def.version, def.kind
+        )));
+    }
+    let warnings = unknown
+        .into_iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    Ok(Decoded { obj, warnings })
+}
+
+fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
+    let url_name = target.name.as_deref().unwrap_or("");
+    let body_name = strategy::meta_str(obj, "name").unwrap_or("").to_string();
+    if body_name.is_empty() {
+        if let Some(m) = strategy::meta_mut(obj) {
+            m.insert("name".into(), json!(url_name));
+        }
+    } else if body_name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+        )));
+    }
+    Ok(())
+}
+
+fn ensure_namespace(target: &Target, obj: &mut Value) -> ApiResult<()> {
+    let def = target.resource;
+    let body_ns = strategy::meta_str(obj, "namespace").map(str::to_string);
+    if !def.namespaced {
+        if let Some(m) = strategy::meta_mut(obj) {
+            m.remove("namespace");
+        }
+        return Ok(());
+    }
+    let url_ns = target.namespace.clone().unwrap_or_default();
+    match body_ns {
+        Some(ns) if !ns.is_empty() && ns != url_ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            if let Some(m) = strategy::meta_mut(obj) {
+                m.insert("namespace".into(), json!(url_ns));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// 404 when the namespace is missing, 403 when it is terminating.
+fn check_namespace(
+    view: &View<'_>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<()> {
+    let Some(ns) = ns.filter(|_| def.namespaced) else {
+        return Ok(());
+    };
+    let Some(n) = view.get("/namespaces", ns) else {
+        return Err(ApiError::not_found("", "namespaces", ns));
+    };
+    let v = n.value()?;
+    if v.pointer("/metadata/deletionTimestamp").is_some()
+        || v.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+    {
+        let mut e = ApiError::forbidden(format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            def.qualified_plural()
+        ));
+        e.name = Some(name.to_string());
+        e.kind = Some(def.plural.to_string());
+        if !def.group.is_empty() {
+            e.group = Some(def.group.to_string());
+        }
+        e.causes.push(crate::status::Cause {
+            reason: "NamespaceTerminating".into(),
+            message: format!("namespace {ns} is being terminated"),
+            field: "metadata.namespace".into(),
+        });
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Pick a free cluster IP (random probe over the service CIDR, skipping .0 and .1).
+fn allocate_cluster_ip(view: &View<'_>) -> ApiResult<String> {
+    let used: std::collections::HashSet<String> = view
+        .table("/services")
+        .map(|t| {
+            t.values()
+                .filter_map(|o| o.field("spec.clusterIP").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    use rand::Rng;
+    let mut rng = rand::rng();
+    for _ in 0..64 {
+        let off = rng.random_range(2..SERVICE_CIDR_SIZE - 1);
+        let ip = std::net::Ipv4Addr::from(SERVICE_CIDR_BASE + off).to_string();
+        if !used.contains(&ip) {
+            return Ok(ip);
+        }
+    }
+    Err(ApiError::internal(
+        "failed to allocate a serviceIP: range is full",
+    ))
+}
+
+fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
+    let ty = obj
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if ty == "ExternalName" {
+        return Ok(());
+    }
+    let given = obj
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if given == "None" {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("clusterIPs".into(), json!(["None"]));
+        }
+        return Ok(());
+    }
+    let ip = if given.is_empty() {
+        allocate_cluster_ip(view)?
+    } else {
+        let in_use = view.table("/services").is_some_and(|t| {
+            t.values()
+                .any(|o| o.field("spec.clusterIP") == Some(given.as_str()))
+        });
+        if in_use {
+            return Err(ApiError::invalid(
+                "",
+                "Service",
+                strategy::meta_str(obj, "name").unwrap_or(""),
+                vec![crate::status::Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("Invalid value: [\"{given}\"]: failed to allocate IP {given}: provided IP is already allocated"),
+                    field: "spec.clusterIPs".into(),
+                }],
+            ));
+        }
+        given
+    };
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("clusterIP".into(), json!(ip));
+        spec.insert("clusterIPs".into(), json!([ip]));
+    }
+    Ok(())
+}
+
+fn created_reply(status: StatusCode, obj: &StoredObject, warnings: Vec<String>) -> Reply {
+    Reply::json_bytes(status, obj.json.clone()).with_warnings(warnings)
+}
+
+impl Api {
+    pub(super) async fn create(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        if target.subresource.is_some() {
+            return Err(ApiError::method_not_allowed(
+                "create is not supported on this subresource",
+            ));
+        }
+        let opts = WriteOptions::parse(query)?;
+        let raw = decode_body(def.kind, headers, body)?;
+        let Decoded { mut obj, warnings } = normalise(def, raw, &opts)?;
+        ensure_namespace(target, &mut obj)?;
+        let given_name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+        let generate = strategy::meta_str(&obj, "generateName")
+            .unwrap_or("")
+            .to_string();
+        if given_name.is_empty() && generate.is_empty() {
+            return Err(ApiError::invalid(
+                def.group,
+                def.kind,
+                "",
+                vec![crate::status::Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value: name or generateName is required".into(),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+        if given_name.is_empty() {
+            // validate with a stand-in name so that generateName errors surface
+            if let Some(m) = strategy::meta_mut(&mut obj) {
+                m.insert("name".into(), json!(strategy::generate_name(&generate)));
+            }
+        }
+        strategy::prepare_create(def, &mut obj);
+        admission::default_object(def, &mut obj, true);
+        if def.kind == "Namespace" {
+            let name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+            if let Some(m) = strategy::meta_mut(&mut obj) {
+                let labels = m.entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert("kubernetes.io/metadata.name".into(), json!(name));
+                }
+            }
+        }
+        admission::validate_object(def, &obj, None)?;
+        let ns = target.namespace.clone();
+        let resource = def.storage_key();
+        let selectable: Vec<&str> = def.field_selectors.to_vec();
+        let mut name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+        // generateName: retry with a new suffix on collision (the closure sees the table)
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let key = object_key(ns.as_deref(), &name);
+            let mut candidate = obj.clone();
+            let outcome = self
+                .store
+                .write(
+                    &resource,
+                    &key,
+                    &selectable,
+                    opts.dry_run,
+                    |current, view| {
+                        check_namespace(view, def, ns.as_deref(), &name)?;
+                        if current.is_some() {
+                            return Err(ApiError::already_exists(def.group, def.plural, &name));
+                        }
+                        if def.kind == "Service" {
+                            assign_cluster_ip(view, &mut candidate)?;
+                        }
+                        Ok(WriteAction::Put(candidate))
+                    },
+                )
+                .await;
+            match outcome {
+                Err(e) if e.reason == "AlreadyExists" && given_name.is_empty() && attempts < 8 => {
+                    name = strategy::generate_name(&generate);
+                    if let Some(m) = strategy::meta_mut(&mut obj) {
+                        m.insert("name".into(), json!(name));
+                    }
+                }
+                Err(e) => return Err(e),
+                Ok(o) => return Ok(created_reply(StatusCode::CREATED, &o.object, warnings)),
+            }
+        }
+    }
+
+    pub(super) async fn update(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let opts = WriteOptions::parse(query)?;
+        let raw = decode_body(
+            if target.subresource == Some(Subresource::Scale) {
+                "Scale"
+            } else {
+                def.kind
+            },
+            headers,
+            body,
+        )?;
+        if target.subresource == Some(Subresource::Scale) {
+            return self.update_scale(target, &opts, raw, None).await;
+        }
+        let Decoded { mut obj, warnings } = normalise(def, raw, &opts)?;
+        ensure_name_matches(target, &mut obj)?;
+        ensure_namespace(target, &mut obj)?;
+        let precondition = crate::request::parse_rv(strategy::meta_str(&obj, "resourceVersion"))?;
+        let out = self
+            .apply_update(target, &opts, precondition, move |_| Ok(obj))
+            .await?;
+        Ok(out.with_warnings(warnings))
+    }
+
+    /// Store a new version computed from the current object by `compute` (which
+    /// returns the full new object as the client sent or patched it).
+    pub(crate) async fn apply_update<F>(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        compute: F,
+    ) -> ApiResult<Reply>
+    where
+        F: FnOnce(&Value) -> ApiResult<Value>,
+    {
+        let def = target.resource;
+        let name = target.name.clone().unwrap_or_default();
+        let key = object_key(target.namespace.as_deref(), &name);
+        let selectable: Vec<&str> = def.field_selectors.to_vec();
+        let sub = target.subresource;
+        let outcome = self
+            .store
+            .write(
+                &def.storage_key(),
+                &key,
+                &selectable,
+                opts.dry_run,
+                |current, _view| {
+                    let Some(current) = current else {
+                        return Err(ApiError::not_found(def.group, def.plural, &name));
+                    };
+                    if precondition.is_some_and(|rv| rv != current.rv) {
+                        return Err(ApiError::stale(def.group, def.plural, &name));
+                    }
+                    let old = current.value()?;
+                    let incoming = compute(&old)?;
+                    let mut new = match sub {
+                        Some(Subresource::Status) | Some(Subresource::Approval) => {
+                            strategy::prepare_status_update(&old, &incoming)
+                        }
+                        Some(Subresource::Finalize) => {
+                            strategy::prepare_finalize_update(&old, &incoming)
+                        }
+                        _ => {
+                            let mut n = incoming;
+                            strategy::prepare_update(def, &old, &mut n);
+                            n
+                        }
+                    };
+                    admission::default_object(def, &mut new, false);
+                    admission::validate_object(def, &new, Some(&old))?;
+                    if strategy::ready_to_vanish(&new) {
+                        return Ok(WriteAction::Delete(Some(new)));
+                    }
+                    if same_ignoring_rv(&old, &new) {
+                        return Ok(WriteAction::Unchanged(Arc::clone(current)));
+                    }
+                    Ok(WriteAction::Put(new))
+                },
+            )
+            .await?;
+        if outcome.event == Some(EventType::Deleted) {
+            return Ok(Reply::json_bytes(
+                StatusCode::OK,
+                outcome.object.json.clone(),
+            ));
+        }
+        Ok(Reply::json_bytes(
+            StatusCode::OK,
+            outcome.object.json.clone(),
+        ))
+    }
+
+    /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
+    pub(crate) async fn update_scale(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        scale: Value,
+        patch: Option<super::PatchBody>,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let name = target.name.clone().unwrap_or_default();
+        let mut precondition = None;
+        let mut replicas_cell: Option<i64> = None;
+        if patch.is_none() {
+            precondition = crate::request::parse_rv(
+                scale
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str),
+            )?;
+            replicas_cell = Some(scale_replicas(&scale, def, &name)?);
+        }
+        let reply = self
+            .apply_update(target, opts, precondition, |old| {
+                let replicas = match (&patch, replicas_cell) {
+                    (_, Some(r)) => r,
+                    (Some(p), None) => {
+                        let current_scale = super::read::scale_of(old);
+                        let patched = p.apply(&current_scale, "io.k8s.api.autoscaling.v1.Scale")?;
+                        scale_replicas(&patched, def, &name)?
+                    }
+                    (None, None) => 0,
+                };
+                let mut new = old.clone();
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("replicas".into(), json!(replicas));
+                }
+                Ok(new)
+            })
+            .await?;
+        // answer with the Scale view of the stored object
+        let stored = self.current(target)?;
+        let v = stored.value()?;
+        let _ = reply;
+        Ok(Reply::json(StatusCode::OK, &super::read::scale_of(&v)))
+    }
+
+    pub(super) async fn patch(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let opts = WriteOptions::parse(query)?;
+        if body.len() > super::MAX_BODY {
+            return Err(ApiError::too_large());
+        }
+        let patch = super::PatchBody::parse(&content_type(headers), body)?;
+        if target.subresource == Some(Subresource::Scale) {
+            return self
+                .update_scale(target, &opts, Value::Null, Some(patch))
+                .await;
+        }
+        let definition = def.definition();
+        let warnings = std::sync::Mutex::new(Vec::new());
+        let reply = self
+            .apply_update(target, &opts, None, |old| {
+                let patched = patch.apply(old, &definition)?;
+                let given_rv =
+                    crate::request::parse_rv(strategy::meta_str(&patched, "resourceVersion"))?;
+                let old_rv = crate::request::parse_rv(strategy::meta_str(old, "resourceVersion"))?;
+                if given_rv.is_some() && given_rv != old_rv {
+                    return Err(ApiError::stale(
+                        def.group,
+                        def.plural,
+                        target.name.as_deref().unwrap_or(""),
+                    ));
+                }
+                let Decoded { obj, warnings: w } = normalise(def, patched, &opts)?;
+                if let Ok(mut g) = warnings.lock() {
+                    g.extend(w);
+                }
+                let mut obj = obj;
+                ensure_name_matches(target, &mut obj)?;
+                Ok(obj)
+            })
+            .await?;
+        let w = warnings.into_inner().unwrap_or_default();
+        Ok(reply.with_warnings(w))
+    }
+}
+
+fn scale_replicas(scale: &Value, def: &ResourceDef, name: &str) -> ApiResult<i64> {
+    let r = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if r < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![crate::status::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {r}: must be greater than or equal to 0"),
+                field: "spec.replicas".into(),
+            }],
+        ));
+    }
+    let _ = def;
+    Ok(r)
+}
+
+fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut c = v.clone();
+        if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        c
+    };
+    strip(a) == strip(b)
+}

@@ -1,0 +1,879 @@
+//! The resource catalogue: every kind the server serves, described once.
+//!
+//! Discovery, OpenAPI, routing, field selectors and storage all read this table; nothing
+//! else in the server hard-codes a resource. Each entry says the group, version, kind,
+//! plural and singular names, short names, categories, scope, subresources and the
+//! fields that field selectors accept, as upstream kube-apiserver 1.36 serves them.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A subresource served under a resource (`deployments/status`, `deployments/scale`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// `/status`: get, update, patch of the status alone.
+    Status,
+    /// `/scale`: an `autoscaling/v1` `Scale` view of `spec.replicas`.
+    Scale,
+    /// `/finalize` on namespaces: update of `spec.finalizers`.
+    Finalize,
+    /// `/approval` on certificate signing requests: update of approval conditions.
+    Approval,
+}
+
+impl Subresource {
+    /// The path segment naming the subresource.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+            Subresource::Approval => "approval",
+        }
+    }
+
+    /// Verbs the subresource supports (discovery).
+    pub fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Subresource::Finalize => &["update"],
+            _ => &["get", "patch", "update"],
+        }
+    }
+}
+
+/// One served resource.
+#[derive(Debug)]
+pub struct ResourceDef {
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Plural (URL) name.
+    pub plural: &'static str,
+    /// Singular name.
+    pub singular: &'static str,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names (`deploy`, `po`, ...).
+    pub short_names: &'static [&'static str],
+    /// Categories (`all`).
+    pub categories: &'static [&'static str],
+    /// Subresources served.
+    pub subresources: &'static [Subresource],
+    /// Selectable fields beyond `metadata.name` and `metadata.namespace`.
+    pub field_selectors: &'static [&'static str],
+    /// Whether `deletecollection` is served (namespaces do not).
+    pub delete_collection: bool,
+    /// Storage shared with another group/version (e.g. `autoscaling/v2` HPAs are stored
+    /// with `autoscaling/v1` ones upstream). `None`: stored on its own.
+    pub storage_of: Option<(&'static str, &'static str)>,
+}
+
+impl ResourceDef {
+    /// `apiVersion` string (`v1`, `apps/v1`).
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural` or `plural.group`: the name upstream uses in messages (`deployments.apps`).
+    pub fn qualified_plural(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// `Kind` or `Kind.group`: used in Invalid messages (`Deployment.apps "x" is invalid`).
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.to_string()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    /// The OpenAPI definition name of the kind (`io.k8s.api.apps.v1.Deployment`).
+    pub fn definition(&self) -> String {
+        format!(
+            "io.k8s.api.{}.{}.{}",
+            self.package(),
+            self.version,
+            self.kind
+        )
+    }
+
+    /// The k8s.io/api package of the group (`core`, `apps`, `rbac`, ...).
+    pub fn package(&self) -> &'static str {
+        if self.group.is_empty() {
+            "core"
+        } else {
+            self.group.split('.').next().unwrap_or(self.group)
+        }
+    }
+
+    /// Whether the kind has a `/status` subresource.
+    pub fn has_status(&self) -> bool {
+        self.subresources.contains(&Subresource::Status)
+    }
+
+    /// Whether the kind has the given subresource.
+    pub fn has_subresource(&self, sub: Subresource) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    /// The key under which objects of this resource are stored.
+    pub fn storage_key(&self) -> String {
+        let (group, plural) = self.storage_of.unwrap_or((self.group, self.plural));
+        format!("{group}/{plural}")
+    }
+
+    /// All field names a field selector may use for this resource.
+    pub fn selectable_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
+        ["metadata.name", "metadata.namespace"]
+            .into_iter()
+            .chain(self.field_selectors.iter().copied())
+    }
+
+    /// Verbs of the main resource (discovery order).
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut v = vec!["create", "delete"];
+        if self.delete_collection {
+            v.push("deletecollection");
+        }
+        v.extend(["get", "list", "patch", "update", "watch"]);
+        v
+    }
+}
+
+use Subresource::{Approval, Finalize, Scale, Status};
+
+const NONE: &[&str] = &[];
+const ALL: &[&str] = &["all"];
+
+macro_rules! res {
+    ($g:expr, $v:expr, $kind:expr, $plural:expr, $singular:expr, $ns:expr, $short:expr, $cat:expr, $subs:expr, $fields:expr) => {
+        ResourceDef {
+            group: $g,
+            version: $v,
+            kind: $kind,
+            plural: $plural,
+            singular: $singular,
+            namespaced: $ns,
+            short_names: $short,
+            categories: $cat,
+            subresources: $subs,
+            field_selectors: $fields,
+            delete_collection: true,
+            storage_of: None,
+        }
+    };
+}
+
+const POD_FIELDS: &[&str] = &[
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.podIPs",
+    "status.nominatedNodeName",
+];
+
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+fn build() -> Vec<ResourceDef> {
+    let mut v = vec![
+        // core/v1
+        res!(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            "configmap",
+            true,
+            &["cm"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "Endpoints",
+            "endpoints",
+            "endpoints",
+            true,
+            &["ep"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "Event",
+            "events",
+            "event",
+            true,
+            &["ev"],
+            NONE,
+            &[],
+            EVENT_FIELDS
+        ),
+        res!(
+            "",
+            "v1",
+            "LimitRange",
+            "limitranges",
+            "limitrange",
+            true,
+            &["limits"],
+            NONE,
+            &[],
+            NONE
+        ),
+        ResourceDef {
+            delete_collection: false,
+            ..res!(
+                "",
+                "v1",
+                "Namespace",
+                "namespaces",
+                "namespace",
+                false,
+                &["ns"],
+                NONE,
+                &[Finalize, Status],
+                &["status.phase"]
+            )
+        },
+        res!(
+            "",
+            "v1",
+            "Node",
+            "nodes",
+            "node",
+            false,
+            &["no"],
+            NONE,
+            &[Status],
+            &["spec.unschedulable"]
+        ),
+        res!(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            "persistentvolumeclaim",
+            true,
+            &["pvc"],
+            NONE,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "PersistentVolume",
+            "persistentvolumes",
+            "persistentvolume",
+            false,
+            &["pv"],
+            NONE,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "Pod",
+            "pods",
+            "pod",
+            true,
+            &["po"],
+            ALL,
+            &[Status],
+            POD_FIELDS
+        ),
+        res!(
+            "",
+            "v1",
+            "PodTemplate",
+            "podtemplates",
+            "podtemplate",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            true,
+            &["rc"],
+            ALL,
+            &[Scale, Status],
+            &["status.replicas"]
+        ),
+        res!(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            "resourcequota",
+            true,
+            &["quota"],
+            NONE,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "Secret",
+            "secrets",
+            "secret",
+            true,
+            NONE,
+            NONE,
+            &[],
+            &["type"]
+        ),
+        res!(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            "serviceaccount",
+            true,
+            &["sa"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "",
+            "v1",
+            "Service",
+            "services",
+            "service",
+            true,
+            &["svc"],
+            ALL,
+            &[Status],
+            &["spec.clusterIP", "spec.type"]
+        ),
+        // apps/v1
+        res!(
+            "apps",
+            "v1",
+            "ControllerRevision",
+            "controllerrevisions",
+            "controllerrevision",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "apps",
+            "v1",
+            "DaemonSet",
+            "daemonsets",
+            "daemonset",
+            true,
+            &["ds"],
+            ALL,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            "deployment",
+            true,
+            &["deploy"],
+            ALL,
+            &[Scale, Status],
+            NONE
+        ),
+        res!(
+            "apps",
+            "v1",
+            "ReplicaSet",
+            "replicasets",
+            "replicaset",
+            true,
+            &["rs"],
+            ALL,
+            &[Scale, Status],
+            &["status.replicas"]
+        ),
+        res!(
+            "apps",
+            "v1",
+            "StatefulSet",
+            "statefulsets",
+            "statefulset",
+            true,
+            &["sts"],
+            ALL,
+            &[Scale, Status],
+            NONE
+        ),
+        // autoscaling
+        res!(
+            "autoscaling",
+            "v1",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+            &["hpa"],
+            ALL,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+            &["hpa"],
+            ALL,
+            &[Status],
+            NONE
+        ),
+        // batch/v1
+        res!(
+            "batch",
+            "v1",
+            "CronJob",
+            "cronjobs",
+            "cronjob",
+            true,
+            &["cj"],
+            ALL,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "batch",
+            "v1",
+            "Job",
+            "jobs",
+            "job",
+            true,
+            NONE,
+            ALL,
+            &[Status],
+            &["status.successful"]
+        ),
+        // certificates
+        res!(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            false,
+            &["csr"],
+            NONE,
+            &[Approval, Status],
+            &["spec.signerName"]
+        ),
+        // coordination
+        res!(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            "lease",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        // discovery
+        res!(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            "endpointslice",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        // events
+        res!(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            "event",
+            true,
+            &["ev"],
+            NONE,
+            &[],
+            NONE
+        ),
+        // networking
+        res!(
+            "networking.k8s.io",
+            "v1",
+            "IngressClass",
+            "ingressclasses",
+            "ingressclass",
+            false,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "networking.k8s.io",
+            "v1",
+            "Ingress",
+            "ingresses",
+            "ingress",
+            true,
+            &["ing"],
+            NONE,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "networking.k8s.io",
+            "v1",
+            "IPAddress",
+            "ipaddresses",
+            "ipaddress",
+            false,
+            &["ip"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            "networkpolicy",
+            true,
+            &["netpol"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "networking.k8s.io",
+            "v1",
+            "ServiceCIDR",
+            "servicecidrs",
+            "servicecidr",
+            false,
+            NONE,
+            NONE,
+            &[Status],
+            NONE
+        ),
+        // policy
+        res!(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            "poddisruptionbudget",
+            true,
+            &["pdb"],
+            NONE,
+            &[Status],
+            NONE
+        ),
+        // rbac
+        res!(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            false,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            false,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            "role",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        // scheduling
+        res!(
+            "scheduling.k8s.io",
+            "v1",
+            "PriorityClass",
+            "priorityclasses",
+            "priorityclass",
+            false,
+            &["pc"],
+            NONE,
+            &[],
+            NONE
+        ),
+        // storage
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "CSIDriver",
+            "csidrivers",
+            "csidriver",
+            false,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "CSINode",
+            "csinodes",
+            "csinode",
+            false,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "CSIStorageCapacity",
+            "csistoragecapacities",
+            "csistoragecapacity",
+            true,
+            NONE,
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "StorageClass",
+            "storageclasses",
+            "storageclass",
+            false,
+            &["sc"],
+            NONE,
+            &[],
+            NONE
+        ),
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttachment",
+            "volumeattachments",
+            "volumeattachment",
+            false,
+            NONE,
+            NONE,
+            &[Status],
+            NONE
+        ),
+        res!(
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttributesClass",
+            "volumeattributesclasses",
+            "volumeattributesclass",
+            false,
+            &["vac"],
+            NONE,
+            &[],
+            NONE
+        ),
+    ];
+    v.sort_by(|a, b| (a.group, a.version, a.plural).cmp(&(b.group, b.version, b.plural)));
+    v
+}
+
+/// The catalogue: lookup by group/version/plural and by group/version/kind.
+pub struct Catalog {
+    resources: Vec<ResourceDef>,
+    by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
+}
+
+impl Catalog {
+    /// The process-wide catalogue of built-in kinds.
+    pub fn builtin() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| {
+            let resources = build();
+            let by_path = resources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ((r.group, r.version, r.plural), i))
+                .collect();
+            Catalog { resources, by_path }
+        })
+    }
+
+    /// Every served resource, sorted by group, version, plural.
+    pub fn resources(&self) -> &[ResourceDef] {
+        &self.resources
+    }
+
+    /// The resource served at `group/version/plural`.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
+        self.by_path
+            .get(&(group, version, plural))
+            .map(|&i| &self.resources[i])
+    }
+
+    /// The resource for a kind in a group/version.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&ResourceDef> {
+        self.resources
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+    }
+
+    /// Group names in discovery order (core first as "", then upstream's priority order
+    /// approximated by the order of this list).
+    pub fn groups(&self) -> Vec<&'static str> {
+        const ORDER: &[&str] = &[
+            "",
+            "apps",
+            "events.k8s.io",
+            "autoscaling",
+            "batch",
+            "certificates.k8s.io",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "storage.k8s.io",
+            "scheduling.k8s.io",
+            "coordination.k8s.io",
+            "discovery.k8s.io",
+        ];
+        ORDER
+            .iter()
+            .copied()
+            .filter(|g| self.resources.iter().any(|r| r.group == *g))
+            .collect()
+    }
+
+    /// Versions served for a group, preferred first.
+    pub fn versions(&self, group: &str) -> Vec<&'static str> {
+        let mut vs: Vec<&'static str> = Vec::new();
+        for r in &self.resources {
+            if r.group == group && !vs.contains(&r.version) {
+                vs.push(r.version);
+            }
+        }
+        // Preferred version first: autoscaling prefers v2 upstream.
+        vs.sort_by(|a, b| b.cmp(a));
+        vs
+    }
+
+    /// Resources of one group/version.
+    pub fn group_version(&self, group: &str, version: &str) -> Vec<&ResourceDef> {
+        self.resources
+            .iter()
+            .filter(|r| r.group == group && r.version == version)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups() {
+        let c = Catalog::builtin();
+        let d = c.lookup("apps", "v1", "deployments").expect("deployments");
+        assert_eq!(d.kind, "Deployment");
+        assert_eq!(d.qualified_plural(), "deployments.apps");
+        assert_eq!(d.definition(), "io.k8s.api.apps.v1.Deployment");
+        assert!(d.has_status());
+        assert_eq!(c.versions("autoscaling"), vec!["v2", "v1"]);
+        let r = c
+            .lookup("rbac.authorization.k8s.io", "v1", "roles")
+            .expect("roles");
+        assert_eq!(r.definition(), "io.k8s.api.rbac.v1.Role");
+        assert!(c.lookup("", "v1", "nonsense").is_none());
+        assert!(!c
+            .lookup("", "v1", "namespaces")
+            .expect("ns")
+            .verbs()
+            .contains(&"deletecollection"));
+    }
+}

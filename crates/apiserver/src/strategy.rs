@@ -1,0 +1,393 @@
+//! Per-kind write strategies: what the server sets, keeps and resets on create, update,
+//! status update and delete, as upstream registry strategies (`PrepareForCreate`,
+//! `PrepareForUpdate`, `ResetObjectMetaForStatus`, graceful deletion) do.
+
+use rand::Rng;
+use serde_json::{json, Map, Value};
+
+use crate::catalog::ResourceDef;
+
+/// Kinds whose objects carry `metadata.generation`.
+pub fn uses_generation(def: &ResourceDef) -> bool {
+    matches!(
+        def.kind,
+        "Pod"
+            | "Deployment"
+            | "ReplicaSet"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "Job"
+            | "CronJob"
+            | "ReplicationController"
+            | "PodDisruptionBudget"
+            | "HorizontalPodAutoscaler"
+            | "NetworkPolicy"
+            | "Ingress"
+            | "ServiceCIDR"
+    )
+}
+
+/// Current time in RFC 3339 with seconds precision (`metav1.Time`).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// RFC 3339 time `secs` seconds from now.
+pub fn rfc3339_in(secs: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(secs))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Upstream's alphabet for generated names (no vowels, no confusable characters).
+const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+/// Upstream keeps at most 58 characters of the prefix (63 - 5 random characters).
+const MAX_GENERATED_PREFIX: usize = 58;
+
+/// A name from `generateName` as upstream's `SimpleNameGenerator` makes it.
+pub fn generate_name(prefix: &str) -> String {
+    let mut base: String = prefix.chars().take(MAX_GENERATED_PREFIX).collect();
+    let mut rng = rand::rng();
+    for _ in 0..5 {
+        let i = rng.random_range(0..ALPHANUMS.len());
+        base.push(ALPHANUMS[i] as char);
+    }
+    base
+}
+
+/// The metadata map of an object (created when missing).
+pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let o = obj.as_object_mut()?;
+    let m = o.entry("metadata").or_insert_with(|| json!({}));
+    if !m.is_object() {
+        *m = json!({});
+    }
+    m.as_object_mut()
+}
+
+/// `metadata.<field>` as a string.
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// Set what the server owns on create: uid, creationTimestamp, generation, and clear
+/// what clients may not set (deletion fields), then apply the kind's create rules.
+pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
+    let uid = uuid::Uuid::new_v4().to_string();
+    if let Some(m) = meta_mut(obj) {
+        m.insert("uid".into(), json!(uid));
+        m.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        m.remove("deletionTimestamp");
+        m.remove("deletionGracePeriodSeconds");
+        m.remove("selfLink");
+        if uses_generation(def) {
+            m.insert("generation".into(), json!(1));
+        } else {
+            m.remove("generation");
+        }
+    }
+    if def.has_status() && def.kind != "Namespace" {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("status".into(), json!({}));
+        }
+    }
+    match def.kind {
+        "Pod" => prepare_pod_create(obj),
+        "Job" => prepare_job_create(obj, &uid),
+        "Namespace" => {
+            if let Some(o) = obj.as_object_mut() {
+                o.insert("status".into(), json!({"phase": "Active"}));
+            }
+        }
+        "Service" => {
+            if let Some(o) = obj.as_object_mut() {
+                o.insert("status".into(), json!({"loadBalancer": {}}));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn prepare_pod_create(obj: &mut Value) {
+    let qos = pod_qos_class(obj);
+    if let Some(o) = obj.as_object_mut() {
+        o.insert(
+            "status".into(),
+            json!({"phase": "Pending", "qosClass": qos}),
+        );
+    }
+}
+
+/// Pod QoS class from container requests and limits (upstream `GetPodQOS`, simplified to
+/// cpu and memory).
+pub fn pod_qos_class(pod: &Value) -> &'static str {
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .chain(
+            pod.pointer("/spec/initContainers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        );
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in containers {
+        let req = c.pointer("/resources/requests").and_then(Value::as_object);
+        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
+        for res in ["cpu", "memory"] {
+            let r = req.and_then(|m| m.get(res));
+            let l = lim.and_then(|m| m.get(res));
+            if r.is_some() || l.is_some() {
+                any = true;
+            }
+            match (r, l) {
+                (_, None) => guaranteed = false,
+                (Some(r), Some(l)) if r != l => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+fn prepare_job_create(obj: &mut Value, uid: &str) {
+    let name = meta_str(obj, "name").unwrap_or("").to_string();
+    let manual = obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
+    if manual {
+        return;
+    }
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    spec.insert(
+        "selector".into(),
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+    );
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if let Some(t) = template.as_object_mut() {
+        let md = t.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(md) = md.as_object_mut() {
+            let labels = md.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+                l.insert("batch.kubernetes.io/job-name".into(), json!(name));
+                l.insert("controller-uid".into(), json!(uid));
+                l.insert("job-name".into(), json!(name));
+            }
+        }
+    }
+    if let Some(md) = meta_mut(obj) {
+        let labels = md.entry("labels").or_insert_with(|| json!({}));
+        if let Some(l) = labels.as_object_mut() {
+            l.entry("batch.kubernetes.io/controller-uid")
+                .or_insert_with(|| json!(uid));
+            l.entry("batch.kubernetes.io/job-name")
+                .or_insert_with(|| json!(name));
+            l.entry("controller-uid").or_insert_with(|| json!(uid));
+            l.entry("job-name").or_insert_with(|| json!(name));
+        }
+    }
+}
+
+/// Metadata fields the server owns: kept from the stored object on every update.
+const SYSTEM_META: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+];
+
+/// Prepare an update of the main resource: keep system metadata and (for kinds with a
+/// status subresource) the stored status; bump generation when the spec changed.
+pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value) {
+    copy_system_meta(old, new);
+    if def.has_status() {
+        if let Some(o) = new.as_object_mut() {
+            match old.get("status") {
+                Some(s) => {
+                    o.insert("status".into(), s.clone());
+                }
+                None => {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    if def.kind == "Namespace" {
+        // spec.finalizers only change through /finalize
+        if let (Some(o), Some(f)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
+            let spec = o.entry("spec").or_insert_with(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                s.insert("finalizers".into(), f.clone());
+            }
+        }
+    }
+    bump_generation(def, old, new);
+}
+
+fn copy_system_meta(old: &Value, new: &mut Value) {
+    let old_meta = old.get("metadata").and_then(Value::as_object);
+    if let Some(m) = meta_mut(new) {
+        for f in SYSTEM_META {
+            match old_meta.and_then(|om| om.get(*f)) {
+                Some(v) => {
+                    m.insert((*f).into(), v.clone());
+                }
+                None => {
+                    m.remove(*f);
+                }
+            }
+        }
+    }
+}
+
+fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
+    if !uses_generation(def) {
+        return;
+    }
+    let spec_changed = {
+        let strip = |v: &Value| -> Value {
+            let mut c = v.clone();
+            if let Some(o) = c.as_object_mut() {
+                o.remove("metadata");
+                o.remove("status");
+            }
+            c
+        };
+        strip(old) != strip(new)
+    };
+    let deleting_now = old.pointer("/metadata/deletionTimestamp").is_none()
+        && new.pointer("/metadata/deletionTimestamp").is_some();
+    if spec_changed || deleting_now {
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
+        if let Some(m) = meta_mut(new) {
+            m.insert("generation".into(), json!(g));
+        }
+    }
+}
+
+/// Prepare a status update: the stored object with only `status` taken from `new`
+/// (`ResetObjectMetaForStatus`: metadata changes are ignored).
+pub fn prepare_status_update(old: &Value, new: &Value) -> Value {
+    let mut out = old.clone();
+    if let Some(o) = out.as_object_mut() {
+        match new.get("status") {
+            Some(s) => {
+                o.insert("status".into(), s.clone());
+            }
+            None => {
+                o.remove("status");
+            }
+        }
+    }
+    out
+}
+
+/// Prepare a namespace `/finalize` update: only `spec.finalizers` changes.
+pub fn prepare_finalize_update(old: &Value, new: &Value) -> Value {
+    let mut out = old.clone();
+    let fin = new
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    if let Some(o) = out.as_object_mut() {
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if let Some(s) = spec.as_object_mut() {
+            s.insert("finalizers".into(), fin);
+        }
+    }
+    out
+}
+
+/// Whether an object may be removed for good: it is being deleted and nothing
+/// (metadata finalizers, or a namespace's spec finalizers) holds it.
+pub fn ready_to_vanish(obj: &Value) -> bool {
+    if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        return false;
+    }
+    let meta_fin = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    let spec_fin = obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+    !meta_fin && !spec_fin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn generated_names_follow_upstream() {
+        let n = generate_name("gen-");
+        assert_eq!(n.len(), 9);
+        assert!(n[4..].bytes().all(|b| ALPHANUMS.contains(&b)));
+        let long = "x".repeat(80);
+        assert_eq!(generate_name(&long).len(), 63);
+    }
+
+    #[test]
+    fn generation_bumps_on_spec_change_only() {
+        let def = Catalog::builtin()
+            .lookup("apps", "v1", "deployments")
+            .expect("deployments");
+        let old = json!({"metadata": {"generation": 3, "uid": "u"}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let mut same = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
+        prepare_update(def, &old, &mut same);
+        assert_eq!(same["metadata"]["generation"], 3);
+        assert_eq!(
+            same["status"]["replicas"], 1,
+            "status is kept on main-resource update"
+        );
+        assert_eq!(same["metadata"]["uid"], "u");
+        let mut changed = json!({"metadata": {}, "spec": {"replicas": 2}});
+        prepare_update(def, &old, &mut changed);
+        assert_eq!(changed["metadata"]["generation"], 4);
+    }
+
+    #[test]
+    fn qos() {
+        assert_eq!(
+            pod_qos_class(&json!({"spec": {"containers": [{"name": "c"}]}})),
+            "BestEffort"
+        );
+        let g = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]}});
+        assert_eq!(pod_qos_class(&g), "Guaranteed");
+        let b = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        assert_eq!(pod_qos_class(&b), "Burstable");
+    }
+
+    #[test]
+    fn vanish_rules() {
+        assert!(!ready_to_vanish(&json!({"metadata": {}})));
+        assert!(ready_to_vanish(
+            &json!({"metadata": {"deletionTimestamp": "t", "finalizers": []}})
+        ));
+        assert!(!ready_to_vanish(
+            &json!({"metadata": {"deletionTimestamp": "t", "finalizers": ["x"]}})
+        ));
+        assert!(!ready_to_vanish(
+            &json!({"kind": "Namespace", "metadata": {"deletionTimestamp": "t"}, "spec": {"finalizers": ["kubernetes"]}})
+        ));
+    }
+}

@@ -1,0 +1,183 @@
+"""kubectl patch (strategic / merge / json), scale and the status subresource."""
+
+import json
+
+from conftest import deployment
+
+
+def two_container_deployment(name):
+    return deployment(name, replicas=2, containers=[
+        {"name": "a", "image": "alpha:1", "env": [{"name": "A", "value": "1"}]},
+        {"name": "b", "image": "beta:1"},
+    ])
+
+
+def containers(kubectl, ns, name):
+    dep = kubectl.json("get", "deployment", name, "-n", ns)
+    return {c["name"]: c for c in dep["spec"]["template"]["spec"]["containers"]}, dep
+
+
+def test_patch_strategic_merges_containers_by_name(kubectl, ns):
+    kubectl.apply_yaml("create", two_container_deployment("smp"), "-n", ns)
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "beta:2"}]}}}}
+    out = kubectl("patch", "deployment", "smp", "-n", ns, "--type=strategic",
+                  "-p", json.dumps(patch)).stdout.strip()
+    assert out == "deployment.apps/smp patched", out
+    cs, dep = containers(kubectl, ns, "smp")
+    assert list(cs) == ["a", "b"], "strategic merge must merge the list by name"
+    assert cs["a"]["image"] == "alpha:1" and cs["a"]["env"] == [{"name": "A", "value": "1"}]
+    assert cs["b"]["image"] == "beta:2"
+    assert dep["metadata"]["generation"] == 2
+
+    # default patch type is strategic; $patch: delete removes one list element
+    kubectl("patch", "deployment", "smp", "-n", ns, "-p", json.dumps(
+        {"spec": {"template": {"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}}}))
+    cs, _ = containers(kubectl, ns, "smp")
+    assert list(cs) == ["b"]
+
+    # merging env by name inside a merged container
+    kubectl("patch", "deployment", "smp", "-n", ns, "-p", json.dumps(
+        {"spec": {"template": {"spec": {"containers": [
+            {"name": "b", "env": [{"name": "X", "value": "x"}]}]}}}}))
+    kubectl("patch", "deployment", "smp", "-n", ns, "-p", json.dumps(
+        {"spec": {"template": {"spec": {"containers": [
+            {"name": "b", "env": [{"name": "Y", "value": "y"}]}]}}}}))
+    cs, _ = containers(kubectl, ns, "smp")
+    assert sorted(e["name"] for e in cs["b"]["env"]) == ["X", "Y"]
+    assert cs["b"]["image"] == "beta:2"
+
+
+def test_patch_merge_replaces_lists_and_null_deletes(kubectl, ns):
+    kubectl.apply_yaml("create", two_container_deployment("jmp"), "-n", ns)
+    kubectl("label", "deployment", "jmp", "extra=yes", "-n", ns)
+    patch = {"metadata": {"labels": {"extra": None}},
+             "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "gamma:1"}]}}}}
+    out = kubectl("patch", "deployment", "jmp", "-n", ns, "--type=merge",
+                  "-p", json.dumps(patch)).stdout.strip()
+    assert out == "deployment.apps/jmp patched", out
+    cs, dep = containers(kubectl, ns, "jmp")
+    assert list(cs) == ["c"], "JSON merge patch replaces lists wholesale"
+    assert cs["c"]["image"] == "gamma:1"
+    assert dep["metadata"]["labels"] == {"app": "jmp"}
+
+    # a merge patch that makes the object invalid is rejected, nothing changes
+    cp = kubectl("patch", "deployment", "jmp", "-n", ns, "--type=merge",
+                 "-p", '{"spec":{"replicas":-3}}', check=False)
+    assert cp.returncode != 0 and "is invalid" in cp.stderr, cp.stderr
+    assert kubectl.json("get", "deployment", "jmp", "-n", ns)["spec"]["replicas"] == 2
+
+
+def test_patch_json(kubectl, ns):
+    kubectl.apply_yaml("create", two_container_deployment("jsp"), "-n", ns)
+    ops = [{"op": "replace", "path": "/spec/replicas", "value": 4},
+           {"op": "add", "path": "/metadata/labels/added", "value": "true"},
+           {"op": "remove", "path": "/spec/template/spec/containers/0/env"}]
+    out = kubectl("patch", "deployment", "jsp", "-n", ns, "--type=json",
+                  "-p", json.dumps(ops)).stdout.strip()
+    assert out == "deployment.apps/jsp patched", out
+    cs, dep = containers(kubectl, ns, "jsp")
+    assert dep["spec"]["replicas"] == 4
+    assert dep["metadata"]["labels"] == {"app": "jsp", "added": "true"}
+    assert "env" not in cs["a"]
+    rv = dep["metadata"]["resourceVersion"]
+
+    # a failing `test` op aborts the whole patch
+    ops = [{"op": "test", "path": "/spec/replicas", "value": 99},
+           {"op": "replace", "path": "/spec/replicas", "value": 7}]
+    cp = kubectl("patch", "deployment", "jsp", "-n", ns, "--type=json",
+                 "-p", json.dumps(ops), check=False)
+    assert cp.returncode != 0, cp.stdout
+    assert cp.stderr.strip(), "an error message is expected"
+    dep = kubectl.json("get", "deployment", "jsp", "-n", ns)
+    assert dep["spec"]["replicas"] == 4
+    assert dep["metadata"]["resourceVersion"] == rv
+
+    # a passing test op lets the patch through
+    ops[0]["value"] = 4
+    kubectl("patch", "deployment", "jsp", "-n", ns, "--type=json", "-p", json.dumps(ops))
+    assert kubectl.json("get", "deployment", "jsp", "-n", ns)["spec"]["replicas"] == 7
+
+    # removing a path that does not exist is an error
+    cp = kubectl("patch", "deployment", "jsp", "-n", ns, "--type=json",
+                 "-p", '[{"op":"remove","path":"/metadata/labels/nope"}]', check=False)
+    assert cp.returncode != 0
+
+
+def test_patch_not_found(kubectl, ns):
+    cp = kubectl("patch", "configmap", "missing", "-n", ns, "--type=merge",
+                 "-p", '{"data":{"a":"b"}}', check=False)
+    assert cp.returncode != 0
+    assert "NotFound" in cp.stderr and '"missing" not found' in cp.stderr, cp.stderr
+
+
+def test_scale_uses_scale_subresource(kubectl, ns):
+    kubectl.apply_yaml("create", deployment("scaled", replicas=1), "-n", ns)
+    out = kubectl("scale", "deployment", "scaled", "--replicas=5", "-n", ns).stdout.strip()
+    assert out == "deployment.apps/scaled scaled", out
+    assert kubectl.json("get", "deployment", "scaled", "-n", ns)["spec"]["replicas"] == 5
+
+    scale = json.loads(kubectl("get", "--raw",
+                               f"/apis/apps/v1/namespaces/{ns}/deployments/scaled/scale").stdout)
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["metadata"]["name"] == "scaled"
+    assert scale["spec"]["replicas"] == 5
+    assert scale["status"]["selector"] == "app=scaled"
+
+    # --current-replicas precondition that does not hold: refused, nothing changes
+    cp = kubectl("scale", "deployment", "scaled", "--current-replicas=2", "--replicas=6",
+                 "-n", ns, check=False)
+    assert cp.returncode != 0
+    assert kubectl.json("get", "deployment", "scaled", "-n", ns)["spec"]["replicas"] == 5
+    kubectl("scale", "deployment", "scaled", "--current-replicas=5", "--replicas=0", "-n", ns)
+    assert kubectl.json("get", "deployment", "scaled", "-n", ns)["spec"]["replicas"] == 0
+
+
+def test_patch_status_subresource(kubectl, ns):
+    kubectl.apply_yaml("create", deployment("stat", replicas=2), "-n", ns)
+    before = kubectl.json("get", "deployment", "stat", "-n", ns)
+    status = {"status": {
+        "observedGeneration": 1, "replicas": 2, "readyReplicas": 1,
+        "availableReplicas": 1, "updatedReplicas": 2,
+        "conditions": [{"type": "Available", "status": "True", "reason": "E2E",
+                        "message": "set by e2e",
+                        "lastUpdateTime": "2024-01-01T00:00:00Z",
+                        "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+    out = kubectl("patch", "deployment", "stat", "-n", ns, "--subresource=status",
+                  "--type=merge", "-p", json.dumps(status)).stdout.strip()
+    assert out == "deployment.apps/stat patched", out
+    after = kubectl.json("get", "deployment", "stat", "-n", ns)
+    assert after["status"]["readyReplicas"] == 1
+    assert after["status"]["availableReplicas"] == 1
+    assert after["status"]["conditions"][0]["type"] == "Available"
+    assert after["spec"] == before["spec"]
+    assert after["metadata"]["generation"] == before["metadata"]["generation"], \
+        "a status write must not bump metadata.generation"
+    assert int(after["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
+
+    # spec changes sent to the status subresource are ignored
+    kubectl("patch", "deployment", "stat", "-n", ns, "--subresource=status", "--type=merge",
+            "-p", '{"spec":{"replicas":9},"status":{"readyReplicas":2}}')
+    got = kubectl.json("get", "deployment", "stat", "-n", ns)
+    assert got["spec"]["replicas"] == 2
+    assert got["status"]["readyReplicas"] == 2
+
+    # status changes sent to the main resource are ignored
+    kubectl("patch", "deployment", "stat", "-n", ns, "--type=merge",
+            "-p", '{"status":{"readyReplicas":0,"replicas":0}}')
+    got = kubectl.json("get", "deployment", "stat", "-n", ns)
+    assert got["status"]["readyReplicas"] == 2
+    assert got["status"]["replicas"] == 2
+
+    # ... also through a full update (kubectl replace)
+    obj = kubectl.json("get", "deployment", "stat", "-n", ns)
+    obj["status"]["readyReplicas"] = 0
+    obj["spec"]["replicas"] = 3
+    kubectl("replace", "-f", "-", "-n", ns, input=json.dumps(obj))
+    got = kubectl.json("get", "deployment", "stat", "-n", ns)
+    assert got["spec"]["replicas"] == 3
+    assert got["status"]["readyReplicas"] == 2
+
+    # --subresource=status through get
+    sub = kubectl.json("get", "deployment", "stat", "-n", ns, "--subresource=status")
+    assert sub["status"]["readyReplicas"] == 2
