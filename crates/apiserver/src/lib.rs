@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod patch;
 pub mod patch_meta;
 pub mod persist;
+pub mod protobuf;
 pub mod request;
 pub mod schema;
 pub mod selector;

@@ -71,7 +71,7 @@ fn db_key(resource: &str, key: &str) -> String {
 /// Open (or create) the database at `path` and read everything in it.
 pub fn open(path: &Path) -> Result<(Database, Loaded), PersistError> {
     let db = Database::builder()
-        .set_cache_size(32 * 1024 * 1024)
+        .set_cache_size(8 * 1024 * 1024)
         .create(path)
         .map_err(db_err)?;
     {

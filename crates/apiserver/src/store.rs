@@ -42,7 +42,13 @@ impl StoredObject {
     pub fn from_value(rv: u64, value: &Value, selectable: &[&str]) -> ApiResult<StoredObject> {
         let json = serde_json::to_vec(value)
             .map_err(|e| ApiError::internal(format!("serialising object: {e}")))?;
-        Ok(Self::with_json(rv, Bytes::from(json), value, selectable))
+        // into_boxed_slice drops the growth slack: stored bytes are exactly the JSON
+        Ok(Self::with_json(
+            rv,
+            Bytes::from(json.into_boxed_slice()),
+            value,
+            selectable,
+        ))
     }
 
     /// Build from bytes and the value they encode.

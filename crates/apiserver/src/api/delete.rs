@@ -225,6 +225,7 @@ impl ApiError {
         if let Some(rest) = self.message.split_once(": ").map(|(_, r)| r.to_string()) {
             self.message = format!("Operation cannot be fulfilled on {kind} \"{name}\": {rest}");
         }
+        self.kind = Some(kind.to_string());
         self
     }
 }

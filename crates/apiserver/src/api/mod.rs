@@ -134,7 +134,9 @@ impl Api {
             ("DELETE", false) if target.resource.delete_collection => {
                 self.delete_collection(&target, query, &body).await
             }
-            _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
+            _ => Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )),
         }
     }
 }
@@ -172,14 +174,13 @@ pub fn decode_body(kind: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Va
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
             serde_yaml::from_slice::<Value>(body).map_err(|e| e.to_string())
         }
-        "" | "application/json" | "*/*" => serde_json::from_slice::<Value>(body).map_err(|e| e.to_string()),
-        other if other.contains("protobuf") => {
-            return Err(ApiError::new(
-                415,
-                "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"),
-            ))
+        "" | "application/json" | "*/*" => {
+            serde_json::from_slice::<Value>(body).map_err(|e| e.to_string())
         }
+        crate::protobuf::PROTOBUF_MEDIA_TYPE => match crate::protobuf::decode(body) {
+            Ok(v) => Ok(v),
+            Err(e) => return Err(ApiError::new(415, "UnsupportedMediaType", e)),
+        },
         _ => serde_json::from_slice::<Value>(body).map_err(|e| e.to_string()),
     };
     match parsed {
