@@ -15,6 +15,7 @@ pub mod defaults;
 pub mod discovery;
 pub mod filter;
 pub mod http;
+pub mod json_dups;
 pub mod openapi;
 pub mod patch;
 pub mod patch_meta;

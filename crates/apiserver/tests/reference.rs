@@ -397,6 +397,35 @@ fn error_bodies_match_kube_apiserver() {
 }
 
 #[test]
+fn strict_validation_reports_duplicate_fields_and_warn_mode_warns() {
+    let s = start();
+    golden(&s);
+    let path = "/api/v1/namespaces/golden/configmaps?fieldValidation=Strict";
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d2"},"data":{"a":"1"}}"#;
+    let (code, _, b) = http(s.running.addr, "POST", path, "application/json", body);
+    assert_eq!(code, 400);
+    assert_eq!(
+        json_of(&b)["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\""
+    );
+    // Warn (the default): stored, unknown field dropped, a Warning header per problem
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w"},"bogus":1}"#;
+    let (code, head, b) = http(
+        s.running.addr,
+        "POST",
+        "/api/v1/namespaces/golden/configmaps",
+        "application/json",
+        body,
+    );
+    assert_eq!(code, 201);
+    assert!(
+        head.contains("299 - \"unknown field \\\"bogus\\\"\""),
+        "{head}"
+    );
+    assert!(json_of(&b).get("bogus").is_none());
+}
+
+#[test]
 fn watch_list_stream_matches_kube_apiserver_framing() {
     let s = start();
     golden(&s);

@@ -164,27 +164,32 @@ pub fn content_type(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Decode a JSON (or YAML) request body into an object.
-pub fn decode_body(kind: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+/// Decode a JSON, YAML or protobuf request body into an object; also return the paths
+/// of duplicated JSON keys (for `fieldValidation`).
+pub fn decode_body(
+    kind: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large());
     }
     let ct = content_type(headers);
-    let parsed: Result<Value, String> = match ct.as_str() {
+    let json = |b: &[u8]| crate::json_dups::parse(b).map_err(|e| e.to_string());
+    let parsed: Result<(Value, Vec<String>), String> = match ct.as_str() {
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            serde_yaml::from_slice::<Value>(body).map_err(|e| e.to_string())
-        }
-        "" | "application/json" | "*/*" => {
-            serde_json::from_slice::<Value>(body).map_err(|e| e.to_string())
+            serde_yaml::from_slice::<Value>(body)
+                .map(|v| (v, Vec::new()))
+                .map_err(|e| e.to_string())
         }
         crate::protobuf::PROTOBUF_MEDIA_TYPE => match crate::protobuf::decode(body) {
-            Ok(v) => Ok(v),
+            Ok(v) => Ok((v, Vec::new())),
             Err(e) => return Err(ApiError::new(415, "UnsupportedMediaType", e)),
         },
-        _ => serde_json::from_slice::<Value>(body).map_err(|e| e.to_string()),
+        _ => json(body),
     };
     match parsed {
-        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok((v @ Value::Object(_), dups)) => Ok((v, dups)),
         Ok(_) => Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: expected an object"
         ))),

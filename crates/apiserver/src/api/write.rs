@@ -26,7 +26,12 @@ struct Decoded {
 }
 
 /// Check kind/apiVersion, drop or reject unknown fields, check types.
-fn normalise(def: &ResourceDef, mut obj: Value, opts: &WriteOptions) -> ApiResult<Decoded> {
+fn normalise(
+    def: &ResourceDef,
+    mut obj: Value,
+    duplicates: Vec<String>,
+    opts: &WriteOptions,
+) -> ApiResult<Decoded> {
     let api_version = def.api_version();
     let given_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
     let given_version = obj
@@ -56,23 +61,24 @@ fn normalise(def: &ResourceDef, mut obj: Value, opts: &WriteOptions) -> ApiResul
         o.insert("apiVersion".into(), json!(api_version));
         o.extend(rest);
     }
-    let unknown = if opts.field_validation == FieldValidation::Ignore {
-        crate::schema::prune_unknown(&def.definition(), &mut obj);
-        Vec::new()
-    } else {
-        crate::schema::prune_unknown(&def.definition(), &mut obj)
-    };
-    if !unknown.is_empty() && opts.field_validation == FieldValidation::Strict {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
+    // unknown fields are always dropped; Ignore only stops reporting them
+    let unknown = crate::schema::prune_unknown(&def.definition(), &mut obj);
+    let mut problems: Vec<String> = Vec::new();
+    if opts.field_validation != FieldValidation::Ignore {
+        problems.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+        problems.extend(
+            duplicates
+                .iter()
+                .map(|f| format!("duplicate field \"{f}\"")),
+        );
+    }
+    if !problems.is_empty() && opts.field_validation == FieldValidation::Strict {
         return Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
             def.kind,
             def.version,
             def.kind,
-            list.join(", ")
+            problems.join(", ")
         )));
     }
     if let Some(Err(e)) = crate::schema::typed_check(def.group, def.version, def.kind, &obj) {
@@ -81,11 +87,10 @@ fn normalise(def: &ResourceDef, mut obj: Value, opts: &WriteOptions) -> ApiResul
             def.kind, def.version, def.kind
         )));
     }
-    let warnings = unknown
-        .into_iter()
-        .map(|f| format!("unknown field \"{f}\""))
-        .collect();
-    Ok(Decoded { obj, warnings })
+    Ok(Decoded {
+        obj,
+        warnings: problems,
+    })
 }
 
 fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
@@ -252,8 +257,8 @@ impl Api {
             ));
         }
         let opts = WriteOptions::parse(query)?;
-        let raw = decode_body(def.kind, headers, body)?;
-        let Decoded { mut obj, warnings } = normalise(def, raw, &opts)?;
+        let (raw, dups) = decode_body(def.kind, headers, body)?;
+        let Decoded { mut obj, warnings } = normalise(def, raw, dups, &opts)?;
         ensure_namespace(target, &mut obj)?;
         let given_name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
         let generate = strategy::meta_str(&obj, "generateName")
@@ -340,7 +345,7 @@ impl Api {
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let opts = WriteOptions::parse(query)?;
-        let raw = decode_body(
+        let (raw, dups) = decode_body(
             if target.subresource == Some(Subresource::Scale) {
                 "Scale"
             } else {
@@ -352,7 +357,7 @@ impl Api {
         if target.subresource == Some(Subresource::Scale) {
             return self.update_scale(target, &opts, raw, None).await;
         }
-        let Decoded { mut obj, warnings } = normalise(def, raw, &opts)?;
+        let Decoded { mut obj, warnings } = normalise(def, raw, dups, &opts)?;
         ensure_name_matches(target, &mut obj)?;
         ensure_namespace(target, &mut obj)?;
         let precondition = crate::request::parse_rv(strategy::meta_str(&obj, "resourceVersion"))?;
@@ -510,7 +515,7 @@ impl Api {
                         target.name.as_deref().unwrap_or(""),
                     ));
                 }
-                let Decoded { obj, warnings: w } = normalise(def, patched, &opts)?;
+                let Decoded { obj, warnings: w } = normalise(def, patched, Vec::new(), &opts)?;
                 if let Ok(mut g) = warnings.lock() {
                     g.extend(w);
                 }
