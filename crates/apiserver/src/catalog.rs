@@ -66,8 +66,10 @@ pub struct ResourceDef {
     pub field_selectors: &'static [&'static str],
     /// Whether `deletecollection` is served (namespaces do not).
     pub delete_collection: bool,
-    /// Storage shared with another group/version (e.g. `autoscaling/v2` HPAs are stored
-    /// with `autoscaling/v1` ones upstream). `None`: stored on its own.
+    /// The group and version whose representation is stored, when this resource serves
+    /// objects stored in another version (`autoscaling/v1` HPAs are stored as
+    /// `autoscaling/v2`, `events.k8s.io/v1` Events as core `v1`). `None`: this version is
+    /// the storage version.
     pub storage_of: Option<(&'static str, &'static str)>,
 }
 
@@ -130,8 +132,8 @@ impl ResourceDef {
 
     /// The key under which objects of this resource are stored.
     pub fn storage_key(&self) -> String {
-        let (group, plural) = self.storage_of.unwrap_or((self.group, self.plural));
-        format!("{group}/{plural}")
+        let group = self.storage_of.map(|(g, _)| g).unwrap_or(self.group);
+        format!("{group}/{}", self.plural)
     }
 
     /// All field names a field selector may use for this resource.
@@ -202,564 +204,67 @@ const EVENT_FIELDS: &[&str] = &[
     "type",
 ];
 
+#[rustfmt::skip]
 fn build() -> Vec<ResourceDef> {
     let mut v = vec![
         // core/v1
-        res!(
-            "",
-            "v1",
-            "ConfigMap",
-            "configmaps",
-            "configmap",
-            true,
-            &["cm"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "Endpoints",
-            "endpoints",
-            "endpoints",
-            true,
-            &["ep"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "Event",
-            "events",
-            "event",
-            true,
-            &["ev"],
-            NONE,
-            &[],
-            EVENT_FIELDS
-        ),
-        res!(
-            "",
-            "v1",
-            "LimitRange",
-            "limitranges",
-            "limitrange",
-            true,
-            &["limits"],
-            NONE,
-            &[],
-            NONE
-        ),
-        ResourceDef {
-            delete_collection: false,
-            ..res!(
-                "",
-                "v1",
-                "Namespace",
-                "namespaces",
-                "namespace",
-                false,
-                &["ns"],
-                NONE,
-                &[Finalize, Status],
-                &["status.phase"]
-            )
-        },
-        res!(
-            "",
-            "v1",
-            "Node",
-            "nodes",
-            "node",
-            false,
-            &["no"],
-            NONE,
-            &[Status],
-            &["spec.unschedulable"]
-        ),
-        res!(
-            "",
-            "v1",
-            "PersistentVolumeClaim",
-            "persistentvolumeclaims",
-            "persistentvolumeclaim",
-            true,
-            &["pvc"],
-            NONE,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "PersistentVolume",
-            "persistentvolumes",
-            "persistentvolume",
-            false,
-            &["pv"],
-            NONE,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "Pod",
-            "pods",
-            "pod",
-            true,
-            &["po"],
-            ALL,
-            &[Status],
-            POD_FIELDS
-        ),
-        res!(
-            "",
-            "v1",
-            "PodTemplate",
-            "podtemplates",
-            "podtemplate",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "ReplicationController",
-            "replicationcontrollers",
-            "replicationcontroller",
-            true,
-            &["rc"],
-            ALL,
-            &[Scale, Status],
-            &["status.replicas"]
-        ),
-        res!(
-            "",
-            "v1",
-            "ResourceQuota",
-            "resourcequotas",
-            "resourcequota",
-            true,
-            &["quota"],
-            NONE,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "Secret",
-            "secrets",
-            "secret",
-            true,
-            NONE,
-            NONE,
-            &[],
-            &["type"]
-        ),
-        res!(
-            "",
-            "v1",
-            "ServiceAccount",
-            "serviceaccounts",
-            "serviceaccount",
-            true,
-            &["sa"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "",
-            "v1",
-            "Service",
-            "services",
-            "service",
-            true,
-            &["svc"],
-            ALL,
-            &[Status],
-            &["spec.clusterIP", "spec.type"]
-        ),
+        res!("", "v1", "ConfigMap", "configmaps", "configmap", true, &["cm"], NONE, &[], NONE),
+        res!("", "v1", "Endpoints", "endpoints", "endpoints", true, &["ep"], NONE, &[], NONE),
+        res!("", "v1", "Event", "events", "event", true, &["ev"], NONE, &[], EVENT_FIELDS),
+        res!("", "v1", "LimitRange", "limitranges", "limitrange", true, &["limits"], NONE, &[], NONE),
+        ResourceDef { delete_collection: false, ..res!("", "v1", "Namespace", "namespaces", "namespace", false, &["ns"], NONE, &[Finalize, Status], &["status.phase"]) },
+        res!("", "v1", "Node", "nodes", "node", false, &["no"], NONE, &[Status], &["spec.unschedulable"]),
+        res!("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", true, &["pvc"], NONE, &[Status], NONE),
+        res!("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", false, &["pv"], NONE, &[Status], NONE),
+        res!("", "v1", "Pod", "pods", "pod", true, &["po"], ALL, &[Status], POD_FIELDS),
+        res!("", "v1", "PodTemplate", "podtemplates", "podtemplate", true, NONE, NONE, &[], NONE),
+        res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, &["rc"], ALL, &[Scale, Status], &["status.replicas"]),
+        res!("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", true, &["quota"], NONE, &[Status], NONE),
+        res!("", "v1", "Secret", "secrets", "secret", true, NONE, NONE, &[], &["type"]),
+        res!("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", true, &["sa"], NONE, &[], NONE),
+        res!("", "v1", "Service", "services", "service", true, &["svc"], ALL, &[Status], &["spec.clusterIP", "spec.type"]),
         // apps/v1
-        res!(
-            "apps",
-            "v1",
-            "ControllerRevision",
-            "controllerrevisions",
-            "controllerrevision",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "apps",
-            "v1",
-            "DaemonSet",
-            "daemonsets",
-            "daemonset",
-            true,
-            &["ds"],
-            ALL,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "apps",
-            "v1",
-            "Deployment",
-            "deployments",
-            "deployment",
-            true,
-            &["deploy"],
-            ALL,
-            &[Scale, Status],
-            NONE
-        ),
-        res!(
-            "apps",
-            "v1",
-            "ReplicaSet",
-            "replicasets",
-            "replicaset",
-            true,
-            &["rs"],
-            ALL,
-            &[Scale, Status],
-            &["status.replicas"]
-        ),
-        res!(
-            "apps",
-            "v1",
-            "StatefulSet",
-            "statefulsets",
-            "statefulset",
-            true,
-            &["sts"],
-            ALL,
-            &[Scale, Status],
-            NONE
-        ),
+        res!("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", true, NONE, NONE, &[], NONE),
+        res!("apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, &["ds"], ALL, &[Status], NONE),
+        res!("apps", "v1", "Deployment", "deployments", "deployment", true, &["deploy"], ALL, &[Scale, Status], NONE),
+        res!("apps", "v1", "ReplicaSet", "replicasets", "replicaset", true, &["rs"], ALL, &[Scale, Status], &["status.replicas"]),
+        res!("apps", "v1", "StatefulSet", "statefulsets", "statefulset", true, &["sts"], ALL, &[Scale, Status], NONE),
         // autoscaling
-        res!(
-            "autoscaling",
-            "v1",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            "horizontalpodautoscaler",
-            true,
-            &["hpa"],
-            ALL,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            "horizontalpodautoscaler",
-            true,
-            &["hpa"],
-            ALL,
-            &[Status],
-            NONE
-        ),
+        ResourceDef { storage_of: Some(("autoscaling", "v2")), ..res!("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, &["hpa"], ALL, &[Status], NONE) },
+        res!("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, &["hpa"], ALL, &[Status], NONE),
         // batch/v1
-        res!(
-            "batch",
-            "v1",
-            "CronJob",
-            "cronjobs",
-            "cronjob",
-            true,
-            &["cj"],
-            ALL,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "batch",
-            "v1",
-            "Job",
-            "jobs",
-            "job",
-            true,
-            NONE,
-            ALL,
-            &[Status],
-            &["status.successful"]
-        ),
+        res!("batch", "v1", "CronJob", "cronjobs", "cronjob", true, &["cj"], ALL, &[Status], NONE),
+        res!("batch", "v1", "Job", "jobs", "job", true, NONE, ALL, &[Status], &["status.successful"]),
         // certificates
-        res!(
-            "certificates.k8s.io",
-            "v1",
-            "CertificateSigningRequest",
-            "certificatesigningrequests",
-            "certificatesigningrequest",
-            false,
-            &["csr"],
-            NONE,
-            &[Approval, Status],
-            &["spec.signerName"]
-        ),
+        res!("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", "certificatesigningrequest", false, &["csr"], NONE, &[Approval, Status], &["spec.signerName"]),
         // coordination
-        res!(
-            "coordination.k8s.io",
-            "v1",
-            "Lease",
-            "leases",
-            "lease",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
+        res!("coordination.k8s.io", "v1", "Lease", "leases", "lease", true, NONE, NONE, &[], NONE),
         // discovery
-        res!(
-            "discovery.k8s.io",
-            "v1",
-            "EndpointSlice",
-            "endpointslices",
-            "endpointslice",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
+        res!("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", true, NONE, NONE, &[], NONE),
         // events
-        res!(
-            "events.k8s.io",
-            "v1",
-            "Event",
-            "events",
-            "event",
-            true,
-            &["ev"],
-            NONE,
-            &[],
-            NONE
-        ),
+        ResourceDef { storage_of: Some(("", "v1")), ..res!("events.k8s.io", "v1", "Event", "events", "event", true, &["ev"], NONE, &[], NONE) },
         // networking
-        res!(
-            "networking.k8s.io",
-            "v1",
-            "IngressClass",
-            "ingressclasses",
-            "ingressclass",
-            false,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "networking.k8s.io",
-            "v1",
-            "Ingress",
-            "ingresses",
-            "ingress",
-            true,
-            &["ing"],
-            NONE,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "networking.k8s.io",
-            "v1",
-            "IPAddress",
-            "ipaddresses",
-            "ipaddress",
-            false,
-            &["ip"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "networking.k8s.io",
-            "v1",
-            "NetworkPolicy",
-            "networkpolicies",
-            "networkpolicy",
-            true,
-            &["netpol"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "networking.k8s.io",
-            "v1",
-            "ServiceCIDR",
-            "servicecidrs",
-            "servicecidr",
-            false,
-            NONE,
-            NONE,
-            &[Status],
-            NONE
-        ),
+        res!("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass", false, NONE, NONE, &[], NONE),
+        res!("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", true, &["ing"], NONE, &[Status], NONE),
+        res!("networking.k8s.io", "v1", "IPAddress", "ipaddresses", "ipaddress", false, &["ip"], NONE, &[], NONE),
+        res!("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy", true, &["netpol"], NONE, &[], NONE),
+        res!("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs", "servicecidr", false, NONE, NONE, &[Status], NONE),
         // policy
-        res!(
-            "policy",
-            "v1",
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            "poddisruptionbudget",
-            true,
-            &["pdb"],
-            NONE,
-            &[Status],
-            NONE
-        ),
+        res!("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", true, &["pdb"], NONE, &[Status], NONE),
         // rbac
-        res!(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-            "clusterrolebinding",
-            false,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRole",
-            "clusterroles",
-            "clusterrole",
-            false,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-            "rolebinding",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "Role",
-            "roles",
-            "role",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
+        res!("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", false, NONE, NONE, &[], NONE),
+        res!("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", false, NONE, NONE, &[], NONE),
+        res!("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", true, NONE, NONE, &[], NONE),
+        res!("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", true, NONE, NONE, &[], NONE),
         // scheduling
-        res!(
-            "scheduling.k8s.io",
-            "v1",
-            "PriorityClass",
-            "priorityclasses",
-            "priorityclass",
-            false,
-            &["pc"],
-            NONE,
-            &[],
-            NONE
-        ),
+        res!("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", false, &["pc"], NONE, &[], NONE),
         // storage
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "CSIDriver",
-            "csidrivers",
-            "csidriver",
-            false,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "CSINode",
-            "csinodes",
-            "csinode",
-            false,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "CSIStorageCapacity",
-            "csistoragecapacities",
-            "csistoragecapacity",
-            true,
-            NONE,
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "StorageClass",
-            "storageclasses",
-            "storageclass",
-            false,
-            &["sc"],
-            NONE,
-            &[],
-            NONE
-        ),
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "VolumeAttachment",
-            "volumeattachments",
-            "volumeattachment",
-            false,
-            NONE,
-            NONE,
-            &[Status],
-            NONE
-        ),
-        res!(
-            "storage.k8s.io",
-            "v1",
-            "VolumeAttributesClass",
-            "volumeattributesclasses",
-            "volumeattributesclass",
-            false,
-            &["vac"],
-            NONE,
-            &[],
-            NONE
-        ),
+        res!("storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver", false, NONE, NONE, &[], NONE),
+        res!("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode", false, NONE, NONE, &[], NONE),
+        res!("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", "csistoragecapacity", true, NONE, NONE, &[], NONE),
+        res!("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", false, &["sc"], NONE, &[], NONE),
+        res!("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", "volumeattachment", false, NONE, NONE, &[Status], NONE),
+        res!("storage.k8s.io", "v1", "VolumeAttributesClass", "volumeattributesclasses", "volumeattributesclass", false, &["vac"], NONE, &[], NONE),
     ];
     v.sort_by(|a, b| (a.group, a.version, a.plural).cmp(&(b.group, b.version, b.plural)));
     v
@@ -796,6 +301,14 @@ impl Catalog {
         self.by_path
             .get(&(group, version, plural))
             .map(|&i| &self.resources[i])
+    }
+
+    /// The resource whose representation is stored for `def` (itself, or the storage
+    /// version of the same objects).
+    pub fn storage_def<'a>(&'a self, def: &'a ResourceDef) -> &'a ResourceDef {
+        def.storage_of
+            .and_then(|(g, v)| self.lookup(g, v, def.plural))
+            .unwrap_or(def)
     }
 
     /// The resource for a kind in a group/version.

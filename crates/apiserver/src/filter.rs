@@ -59,6 +59,19 @@ impl Filter {
         })
     }
 
+    /// The filter a LIST, WATCH or DELETECOLLECTION request asks for.
+    pub fn for_request(
+        target: &crate::request::Target,
+        opts: &crate::request::ListOptions,
+    ) -> ApiResult<Filter> {
+        Filter::new(
+            target.resource,
+            target.namespace.as_deref(),
+            opts.label_selector.as_deref(),
+            opts.field_selector.as_deref(),
+        )
+    }
+
     /// The key prefix (`ns/`) objects must have, if any.
     pub fn key_prefix(&self) -> Option<String> {
         self.namespace.as_ref().map(|n| format!("{n}/"))

@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod api;
 pub mod catalog;
+pub mod conversion;
 pub mod defaults;
 pub mod discovery;
 pub mod filter;

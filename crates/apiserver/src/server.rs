@@ -95,8 +95,12 @@ pub struct Running {
 
 fn load_tables(objects: Vec<(String, String, Vec<u8>)>) -> HashMap<Arc<str>, Table> {
     let c = Catalog::builtin();
-    let by_storage: HashMap<String, &crate::catalog::ResourceDef> =
-        c.resources().iter().map(|r| (r.storage_key(), r)).collect();
+    let by_storage: HashMap<String, &crate::catalog::ResourceDef> = c
+        .resources()
+        .iter()
+        .filter(|r| r.storage_of.is_none())
+        .map(|r| (r.storage_key(), r))
+        .collect();
     let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
     for (resource, key, json) in objects {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&json) else {

@@ -1,1 +1,3 @@
-//! placeholder
+//! The built-in controllers (`deployment`, `replicaset`, `garbagecollector`, `namespace`,
+//! ...) and their registry, run by `coxswain controller-manager`. Empty until the
+//! controller-manager issue lands.

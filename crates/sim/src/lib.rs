@@ -1,1 +1,3 @@
-//! placeholder
+//! Simulated nodes and kubelet behaviour (pod lifecycle, node heartbeats) and a small
+//! scheduler, so that workloads progress with no real nodes. Empty until the simulator
+//! issue lands.

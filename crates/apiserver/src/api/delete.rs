@@ -239,7 +239,7 @@ impl Api {
         opts: &DeleteOptions,
     ) -> ApiResult<(Option<EventType>, Arc<StoredObject>)> {
         let key = object_key(ns, name);
-        let selectable: Vec<&str> = def.field_selectors.to_vec();
+        let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();
         let outcome = self
             .store
             .write(
@@ -288,7 +288,10 @@ impl Api {
                 ))
             }
             // pods and objects that remain (finalizers, grace) answer with the object
-            _ => Ok(Reply::json_bytes(StatusCode::OK, obj.json.clone())),
+            _ => Ok(Reply::json_bytes(
+                StatusCode::OK,
+                super::codec::present(def, &obj)?,
+            )),
         }
     }
 
@@ -301,12 +304,7 @@ impl Api {
         let def = target.resource;
         let opts = parse_options(query, body)?;
         let list_opts = ListOptions::parse(query, false)?;
-        let filter = Filter::new(
-            def,
-            target.namespace.as_deref(),
-            list_opts.label_selector.as_deref(),
-            list_opts.field_selector.as_deref(),
-        )?;
+        let filter = Filter::for_request(target, &list_opts)?;
         let snapshot = self.store.snapshot(&def.storage_key());
         let mut items = Vec::new();
         for (k, o) in snapshot.table.iter() {
@@ -325,7 +323,7 @@ impl Api {
         }
         let mut out = Vec::with_capacity(items.len());
         for i in items {
-            out.push(i.value()?);
+            out.push(super::codec::present_value(def, i.value()?)?);
         }
         Ok(Reply::json(
             StatusCode::OK,

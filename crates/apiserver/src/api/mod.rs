@@ -4,6 +4,7 @@
 //! Handlers here speak Kubernetes (targets, options, objects, `Status` errors); the
 //! HTTP framing lives in [`crate::http`].
 
+mod codec;
 mod delete;
 mod read;
 mod watch;

@@ -34,18 +34,16 @@ impl Api {
                 let v = obj.value()?;
                 Ok(Reply::json(StatusCode::OK, &scale_of(&v)))
             }
-            _ => Ok(Reply::json_bytes(StatusCode::OK, obj.json.clone())),
+            _ => Ok(Reply::json_bytes(
+                StatusCode::OK,
+                super::codec::present(target.resource, &obj)?,
+            )),
         }
     }
 
     pub(super) fn list(&self, target: &Target, opts: &ListOptions) -> ApiResult<Reply> {
         let def = target.resource;
-        let filter = Filter::new(
-            def,
-            target.namespace.as_deref(),
-            opts.label_selector.as_deref(),
-            opts.field_selector.as_deref(),
-        )?;
+        let filter = Filter::for_request(target, opts)?;
         let resource = def.storage_key();
         let (snapshot, start) = match &opts.continue_token {
             Some(tok) => {
@@ -90,7 +88,11 @@ impl Api {
             if count > 0 {
                 out.put_u8(b',');
             }
-            out.extend_from_slice(&obj.json);
+            if super::codec::converts(def) {
+                out.extend_from_slice(&super::codec::present(def, obj)?);
+            } else {
+                out.extend_from_slice(&obj.json);
+            }
             count += 1;
             last_key = Some(k.clone());
         }

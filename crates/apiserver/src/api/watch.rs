@@ -43,6 +43,7 @@ fn error_line(e: &ApiError) -> Bytes {
 }
 
 struct Watcher {
+    def: &'static crate::catalog::ResourceDef,
     store: Arc<Store>,
     resource: String,
     filter: Filter,
@@ -80,7 +81,18 @@ impl Watcher {
                 (false, false) => None,
             },
         }?;
-        Some(event_line(kind, &ev.object.json))
+        Some(event_line(kind, &self.render(&ev.object)?))
+    }
+
+    /// The object as the watched version; `None` (logged) when it cannot be converted.
+    fn render(&self, obj: &StoredObject) -> Option<Bytes> {
+        match super::codec::present(self.def, obj) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!(error = %e, "watch: object skipped");
+                None
+            }
+        }
     }
 
     async fn send(&self, b: Bytes) -> bool {
@@ -103,12 +115,7 @@ impl Watcher {
 impl Api {
     pub(super) fn watch(&self, target: &Target, opts: ListOptions) -> ApiResult<Reply> {
         let def = target.resource;
-        let filter = Filter::new(
-            def,
-            target.namespace.as_deref(),
-            opts.label_selector.as_deref(),
-            opts.field_selector.as_deref(),
-        )?;
+        let filter = Filter::for_request(target, &opts)?;
         let rv = opts.rv_number()?;
         let legacy_initial = opts.send_initial_events.is_none() && matches!(rv, None | Some(0));
         let send_initial = opts.send_initial_events.unwrap_or(false) || legacy_initial;
@@ -131,6 +138,7 @@ impl Api {
             Body::from_stream(ReceiverStream::new(rx).map(Ok::<Bytes, std::convert::Infallible>));
         let sub = self.store.subscribe(&resource, from, send_initial);
         let mut w = Watcher {
+            def,
             store: self.store.clone(),
             resource,
             filter,
@@ -166,7 +174,11 @@ impl Api {
                     if prefix.as_ref().is_some_and(|p| !k.starts_with(p.as_str())) {
                         break;
                     }
-                    if w.matches(k, o) && !w.send(event_line("ADDED", &o.json)).await {
+                    if !w.matches(k, o) {
+                        continue;
+                    }
+                    let Some(json) = w.render(o) else { continue };
+                    if !w.send(event_line("ADDED", &json)).await {
                         return;
                     }
                 }

@@ -12,7 +12,7 @@ use crate::admission;
 use crate::catalog::{ResourceDef, Subresource};
 use crate::request::{FieldValidation, Query, Target, WriteOptions};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{object_key, EventType, StoredObject, View, WriteAction};
+use crate::store::{object_key, StoredObject, View, WriteAction};
 use crate::strategy;
 
 /// The service CIDR cluster IPs come from (upstream default 10.96.0.0/12).
@@ -238,8 +238,13 @@ fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
     Ok(())
 }
 
-fn created_reply(status: StatusCode, obj: &StoredObject, warnings: Vec<String>) -> Reply {
-    Reply::json_bytes(status, obj.json.clone()).with_warnings(warnings)
+fn created_reply(
+    def: &'static ResourceDef,
+    status: StatusCode,
+    obj: &StoredObject,
+    warnings: Vec<String>,
+) -> ApiResult<Reply> {
+    Ok(Reply::json_bytes(status, super::codec::present(def, obj)?).with_warnings(warnings))
 }
 
 impl Api {
@@ -296,7 +301,7 @@ impl Api {
         admission::validate_object(def, &obj, None)?;
         let ns = target.namespace.clone();
         let resource = def.storage_key();
-        let selectable: Vec<&str> = def.field_selectors.to_vec();
+        let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();
         let mut name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
         // generateName: retry with a new suffix on collision (the closure sees the table)
         let mut attempts = 0;
@@ -319,7 +324,7 @@ impl Api {
                         if def.kind == "Service" {
                             assign_cluster_ip(view, &mut candidate)?;
                         }
-                        Ok(WriteAction::Put(candidate))
+                        Ok(WriteAction::Put(super::codec::to_storage(def, candidate)?))
                     },
                 )
                 .await;
@@ -331,7 +336,7 @@ impl Api {
                     }
                 }
                 Err(e) => return Err(e),
-                Ok(o) => return Ok(created_reply(StatusCode::CREATED, &o.object, warnings)),
+                Ok(o) => return created_reply(def, StatusCode::CREATED, &o.object, warnings),
             }
         }
     }
@@ -382,7 +387,7 @@ impl Api {
         let def = target.resource;
         let name = target.name.clone().unwrap_or_default();
         let key = object_key(target.namespace.as_deref(), &name);
-        let selectable: Vec<&str> = def.field_selectors.to_vec();
+        let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();
         let sub = target.subresource;
         let outcome = self
             .store
@@ -398,7 +403,7 @@ impl Api {
                     if precondition.is_some_and(|rv| rv != current.rv) {
                         return Err(ApiError::stale(def.group, def.plural, &name));
                     }
-                    let old = current.value()?;
+                    let old = super::codec::present_value(def, current.value()?)?;
                     let incoming = compute(&old)?;
                     let mut new = match sub {
                         Some(Subresource::Status) | Some(Subresource::Approval) => {
@@ -416,24 +421,20 @@ impl Api {
                     admission::default_object(def, &mut new, false);
                     admission::validate_object(def, &new, Some(&old))?;
                     if strategy::ready_to_vanish(&new) {
-                        return Ok(WriteAction::Delete(Some(new)));
+                        return Ok(WriteAction::Delete(Some(super::codec::to_storage(
+                            def, new,
+                        )?)));
                     }
                     if same_ignoring_rv(&old, &new) {
                         return Ok(WriteAction::Unchanged(Arc::clone(current)));
                     }
-                    Ok(WriteAction::Put(new))
+                    Ok(WriteAction::Put(super::codec::to_storage(def, new)?))
                 },
             )
             .await?;
-        if outcome.event == Some(EventType::Deleted) {
-            return Ok(Reply::json_bytes(
-                StatusCode::OK,
-                outcome.object.json.clone(),
-            ));
-        }
         Ok(Reply::json_bytes(
             StatusCode::OK,
-            outcome.object.json.clone(),
+            super::codec::present(def, &outcome.object)?,
         ))
     }
 
