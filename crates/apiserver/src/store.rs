@@ -275,6 +275,11 @@ impl Store {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Number of open watch subscriptions (all resources).
+    pub fn watcher_count(&self) -> usize {
+        self.events.receiver_count()
+    }
+
     /// Current (last handed out) resourceVersion.
     pub fn current_rv(&self) -> u64 {
         self.lock().rv

@@ -1,4 +1,14 @@
-//! coxswain's controller runtime: shared informer cache, delegating client, workqueue,
-//! controllers, builder, manager, leader election, metrics, health probes, webhooks and
-//! events (see `../shared/DESIGN.md`). It is built in the issues that follow the embedded
-//! API server; this crate is empty until then.
+//! coxswain's controller runtime: the controller-runtime model for Rust.
+//!
+//! Start with [`cache::Cache`]: one shared informer per kind feeds an indexed store
+//! that every reader and controller in the process shares. The workqueue, controllers,
+//! builder and manager build on it (see `../shared/DESIGN.md` for the whole picture).
+//! With the `envtest` feature, [`envtest`] starts the embedded API server in-process
+//! for tests.
+
+pub mod cache;
+#[cfg(feature = "envtest")]
+pub mod envtest;
+pub mod object;
+
+pub use object::ObjectKey;

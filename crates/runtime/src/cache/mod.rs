@@ -1,0 +1,137 @@
+//! The shared informer cache.
+//!
+//! One [`Informer`] per (kind, selectors) serves every controller and every reader in the
+//! process: the first user starts it, later users share its store and its single watch
+//! connection. Reads ([`Cache::get`], [`Cache::list`], [`Cache::list_by_index`]) start the
+//! informer on first use, wait for its initial sync and then never touch the network.
+//! Objects are shared as `Arc`, so a cached object is stored once however many
+//! controllers read it.
+
+mod informer;
+mod store;
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+pub use informer::{Informer, InformerConfig};
+pub use store::{Change, IndexFn, Store, NAMESPACE_INDEX};
+
+use crate::object::ObjectKey;
+
+/// Bound for kinds the cache can hold.
+pub trait CachedKind:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+impl<K> CachedKind for K where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct InformerId {
+    kind: TypeId,
+    config: InformerConfig,
+}
+
+/// The process-wide informer cache.
+pub struct Cache {
+    client: Client,
+    informers: Mutex<HashMap<InformerId, Arc<dyn Any + Send + Sync>>>,
+    cancel: CancellationToken,
+}
+
+impl Cache {
+    /// A cache that lists and watches through `client`. Informers stop when `cancel` fires.
+    pub fn new(client: Client, cancel: CancellationToken) -> Cache {
+        Cache {
+            client,
+            informers: Mutex::new(HashMap::new()),
+            cancel,
+        }
+    }
+
+    /// The client the cache uses.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The informer for `K` with `config`, started on first request and shared after.
+    pub fn informer_with<K: CachedKind>(&self, config: InformerConfig) -> Arc<Informer<K>> {
+        let id = InformerId {
+            kind: TypeId::of::<K>(),
+            config: config.clone(),
+        };
+        let mut map = self.informers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = map.get(&id) {
+            if let Ok(inf) = existing.clone().downcast::<Informer<K>>() {
+                return inf;
+            }
+        }
+        let inf = Informer::<K>::new(config);
+        map.insert(id, inf.clone());
+        let api: Api<K> = Api::all(self.client.clone());
+        let cancel = self.cancel.child_token();
+        let runner = inf.clone();
+        tokio::spawn(async move { runner.run(api, cancel).await });
+        inf
+    }
+
+    /// The default informer for `K` (all namespaces, no selectors).
+    pub fn informer<K: CachedKind>(&self) -> Arc<Informer<K>> {
+        self.informer_with(InformerConfig::default())
+    }
+
+    /// Number of informers running (one watch connection each).
+    pub fn informer_count(&self) -> usize {
+        self.informers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// Add a secondary index to `K`'s default informer (controller-runtime's
+    /// `IndexField`); lookups use [`Cache::list_by_index`].
+    pub fn index_field<K: CachedKind>(
+        &self,
+        name: &str,
+        func: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    ) {
+        self.informer::<K>().store().add_index(name, Arc::new(func));
+    }
+
+    async fn synced_store<K: CachedKind>(&self) -> Arc<Store<K>> {
+        let inf = self.informer::<K>();
+        inf.wait_for_sync().await;
+        inf.store().clone()
+    }
+
+    /// One object from the cache (starts and syncs the informer on first use).
+    pub async fn get<K: CachedKind>(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.synced_store::<K>().await.get(key)
+    }
+
+    /// Objects of `K`, in one namespace or all.
+    pub async fn list<K: CachedKind>(&self, namespace: Option<&str>) -> Vec<Arc<K>> {
+        let store = self.synced_store::<K>().await;
+        match namespace {
+            Some(ns) => store.list_namespace(ns),
+            None => store.list(),
+        }
+    }
+
+    /// Objects whose index `index` has `value`; `None` when no such index was added.
+    pub async fn list_by_index<K: CachedKind>(
+        &self,
+        index: &str,
+        value: &str,
+    ) -> Option<Vec<Arc<K>>> {
+        self.synced_store::<K>().await.by_index(index, value)
+    }
+}
