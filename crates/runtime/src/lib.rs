@@ -6,9 +6,15 @@
 //! With the `envtest` feature, [`envtest`] starts the embedded API server in-process
 //! for tests.
 
+pub mod builder;
 pub mod cache;
+pub mod controller;
 #[cfg(feature = "envtest")]
 pub mod envtest;
+pub mod handler;
 pub mod object;
+pub mod predicate;
+pub mod selector;
+pub mod workqueue;
 
 pub use object::ObjectKey;

@@ -232,7 +232,7 @@ where
         }
         let changes = self.store.replace(items);
         self.dispatch(&changes);
-        let _ = self.synced.send(true);
+        self.synced.send_replace(true);
         Ok(list_rv.unwrap_or_default())
     }
 
@@ -301,7 +301,7 @@ where
                             let items = pending.take().unwrap_or_default();
                             let changes = self.store.replace(items);
                             self.dispatch(&changes);
-                            let _ = self.synced.send(true);
+                            self.synced.send_replace(true);
                             *rv = Some(current.clone());
                         }
                     }

@@ -28,6 +28,11 @@
 //! [`RateLimitedQueue::update_unfinished_work_metrics`](super::RateLimitedQueue::update_unfinished_work_metrics),
 //! which an exporter calls periodically (client-go does it every 500 ms).
 //!
+//! An add is counted when the queue applies it to its state, which is at once when a
+//! worker is waiting and otherwise at the next queue operation (a worker's `get` or `done`,
+//! `len`, ...): adds go through an inbox (see the queue's docs), and only then is it known
+//! whether an add was folded into a waiting key.
+//!
 //! Hooks run after the queue's lock is released, on the thread of the caller of the queue
 //! operation; they must be cheap and must not block.
 
@@ -85,6 +90,7 @@ pub const DURATION_BUCKETS: [f64; 12] = [
 /// });
 /// queue.add("default/web-0");
 /// queue.add("default/web-0"); // folded into the waiting key: not an add
+/// assert_eq!(queue.len(), 1); // applies the adds
 /// assert_eq!(adds.0.load(Ordering::Relaxed), 1);
 /// ```
 pub trait QueueMetrics: Send + Sync {

@@ -1,0 +1,155 @@
+//! The controller builder: what a controller reconciles, what else wakes it, and how.
+//!
+//! ```no_run
+//! # use coxswain_runtime::{builder::ControllerBuilder, cache::Cache, controller::Action, ObjectKey};
+//! # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+//! # async fn demo(cache: &Cache, cancel: tokio_util::sync::CancellationToken) {
+//! let controller = ControllerBuilder::new(cache)
+//!     .named("configmap-to-secret")
+//!     .for_::<ConfigMap>()
+//!     .owns::<Secret>()
+//!     .build(|key: ObjectKey| async move { Ok(Action::Done) });
+//! controller.run(cancel).await;
+//! # }
+//! ```
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures::FutureExt;
+
+use crate::cache::{Cache, CachedKind, Change};
+use crate::controller::{Controller, ControllerOptions, Reconciler, SyncWait};
+use crate::handler::{EnqueueMapped, EnqueueObject, EnqueueOwner, EventHandler};
+use crate::object::ObjectKey;
+use crate::predicate::{BoxPredicate, Predicate};
+use crate::workqueue::RateLimitedQueue;
+
+type Registration = Box<dyn FnOnce(&Cache, &RateLimitedQueue<ObjectKey>) -> SyncWait + Send>;
+
+/// Builds a [`Controller`].
+pub struct ControllerBuilder<'c, K = ()> {
+    cache: &'c Cache,
+    name: Option<String>,
+    registrations: Vec<Registration>,
+    filters: Vec<BoxPredicate<K>>,
+    options: ControllerOptions,
+    _kind: PhantomData<fn() -> K>,
+}
+
+fn register<W: CachedKind>(
+    handler: impl EventHandler<W> + 'static,
+    filters: Vec<BoxPredicate<W>>,
+) -> Registration {
+    Box::new(move |cache: &Cache, queue: &RateLimitedQueue<ObjectKey>| {
+        let informer = cache.informer::<W>();
+        let q = queue.clone();
+        informer.add_handler(move |change: &Change<W>| {
+            if filters.iter().all(|p| p.accept(change)) {
+                for key in handler.keys(change) {
+                    q.add(key);
+                }
+            }
+        });
+        let inf = informer.clone();
+        let wait: SyncWait = Box::new(move || {
+            let inf = inf.clone();
+            async move { inf.wait_for_sync().await }.boxed()
+        });
+        wait
+    })
+}
+
+impl<'c> ControllerBuilder<'c, ()> {
+    /// Start building a controller whose informers come from `cache`.
+    pub fn new(cache: &'c Cache) -> Self {
+        ControllerBuilder {
+            cache,
+            name: None,
+            registrations: Vec::new(),
+            filters: Vec::new(),
+            options: ControllerOptions::default(),
+            _kind: PhantomData,
+        }
+    }
+
+    /// The kind this controller reconciles: every change of a `K` enqueues its key.
+    pub fn for_<K: CachedKind>(self) -> ControllerBuilder<'c, K> {
+        ControllerBuilder {
+            cache: self.cache,
+            name: self.name,
+            registrations: self.registrations,
+            filters: Vec::new(),
+            options: self.options,
+            _kind: PhantomData,
+        }
+    }
+}
+
+impl<K> ControllerBuilder<'_, K> {
+    /// The controller's name (logs and metrics); default: the reconciled kind, lower case.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Options (concurrency, timeout, rate limiter).
+    pub fn with_options(mut self, options: ControllerOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl<'c, K: CachedKind> ControllerBuilder<'c, K>
+where
+    K::Scope: 'static,
+{
+    /// Only changes of the reconciled kind that pass `p` are enqueued (may be repeated:
+    /// all must pass).
+    pub fn with_event_filter(mut self, p: impl Predicate<K> + 'static) -> Self {
+        self.filters.push(Arc::new(p));
+        self
+    }
+
+    /// Children of kind `C` wake their controlling owner of the reconciled kind.
+    pub fn owns<C: CachedKind>(mut self) -> Self {
+        self.registrations
+            .push(register::<C>(EnqueueOwner::of::<K>(true), Vec::new()));
+        self
+    }
+
+    /// Changes of kind `W` enqueue whatever `map` returns.
+    pub fn watches<W: CachedKind>(
+        mut self,
+        map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        self.registrations
+            .push(register::<W>(EnqueueMapped(map), Vec::new()));
+        self
+    }
+
+    /// Changes of kind `W` go through a custom handler and predicates.
+    pub fn watches_with<W: CachedKind>(
+        mut self,
+        handler: impl EventHandler<W> + 'static,
+        predicates: Vec<BoxPredicate<W>>,
+    ) -> Self {
+        self.registrations.push(register::<W>(handler, predicates));
+        self
+    }
+
+    /// Build the controller; its informers start now, its workers when it runs.
+    pub fn build<R: Reconciler>(self, reconciler: R) -> Controller<R> {
+        let name = self
+            .name
+            .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase());
+        let queue = Controller::<R>::queue_for(&self.options);
+        let mut syncs = vec![register::<K>(EnqueueObject, self.filters)(
+            self.cache, &queue,
+        )];
+        for r in self.registrations {
+            syncs.push(r(self.cache, &queue));
+        }
+        Controller::new(name, queue, reconciler, self.options, syncs)
+    }
+}

@@ -1,0 +1,291 @@
+//! Controllers: a workqueue of object keys drained by reconcile workers.
+//!
+//! A [`Reconciler`] says what to do for one key; the [`Controller`] guarantees one worker
+//! per key at a time, requeues errors with the rate limiter, honours
+//! [`Action::RequeueAfter`], drops terminal errors, catches panics (logged, counted,
+//! requeued) and applies an optional timeout. Build one with
+//! [`crate::builder::ControllerBuilder`].
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::object::ObjectKey;
+use crate::workqueue::{default_controller_rate_limiter, RateLimitedQueue, RateLimiter};
+
+/// What to do after a successful reconcile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing more until the next change.
+    Done,
+    /// Reconcile again, after the rate limiter's delay.
+    Requeue,
+    /// Reconcile again after this delay.
+    RequeueAfter(Duration),
+}
+
+/// A reconcile failure: requeued with backoff, unless terminal.
+#[derive(Debug)]
+pub struct ReconcileError {
+    terminal: bool,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl ReconcileError {
+    /// An error that retrying cannot fix: logged and counted, not requeued.
+    pub fn terminal(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ReconcileError {
+            terminal: true,
+            source: e.into(),
+        }
+    }
+
+    /// An error from a message (requeued).
+    pub fn msg(m: impl Into<String>) -> Self {
+        ReconcileError {
+            terminal: false,
+            source: m.into().into(),
+        }
+    }
+
+    /// Whether the error is terminal.
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+}
+
+impl std::fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.terminal {
+            write!(f, "terminal error: {}", self.source)
+        } else {
+            self.source.fmt(f)
+        }
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ReconcileError {
+    fn from(e: E) -> Self {
+        ReconcileError {
+            terminal: false,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// The result of one reconcile.
+pub type ReconcileResult = Result<Action, ReconcileError>;
+
+/// Brings one object towards its desired state.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Reconcile the object named by `request`.
+    fn reconcile(&self, request: ObjectKey) -> impl Future<Output = ReconcileResult> + Send;
+}
+
+impl<F, Fut> Reconciler for F
+where
+    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ReconcileResult> + Send,
+{
+    fn reconcile(&self, request: ObjectKey) -> impl Future<Output = ReconcileResult> + Send {
+        self(request)
+    }
+}
+
+/// Controller options (defaults as controller-runtime's).
+#[derive(Clone)]
+pub struct ControllerOptions {
+    /// Workers reconciling different keys at the same time (default 1).
+    pub max_concurrent_reconciles: usize,
+    /// Abort a reconcile that runs longer (default: none).
+    pub reconcile_timeout: Option<Duration>,
+    /// Requeue backoff (default: max of per-item exponential 5 ms..1000 s and a 10 qps /
+    /// 100 burst bucket).
+    pub rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            max_concurrent_reconciles: 1,
+            reconcile_timeout: None,
+            rate_limiter: None,
+        }
+    }
+}
+
+/// Counters of one controller (exported as controller-runtime's metrics by the manager).
+#[derive(Debug, Default)]
+pub struct ControllerStats {
+    /// Reconciles that returned `Done`.
+    pub success: AtomicU64,
+    /// Reconciles that asked for a rate-limited requeue.
+    pub requeue: AtomicU64,
+    /// Reconciles that asked for a delayed requeue.
+    pub requeue_after: AtomicU64,
+    /// Reconciles that failed (retried).
+    pub errors: AtomicU64,
+    /// Reconciles that failed terminally.
+    pub terminal_errors: AtomicU64,
+    /// Reconciles that panicked.
+    pub panics: AtomicU64,
+    /// Workers currently reconciling.
+    pub active_workers: AtomicI64,
+}
+
+/// Something that must sync before workers start (the controller's informers).
+pub(crate) type SyncWait = Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A controller ready to run.
+pub struct Controller<R> {
+    name: String,
+    queue: RateLimitedQueue<ObjectKey>,
+    reconciler: Arc<R>,
+    options: ControllerOptions,
+    stats: Arc<ControllerStats>,
+    syncs: Vec<SyncWait>,
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+impl<R: Reconciler> Controller<R> {
+    pub(crate) fn new(
+        name: String,
+        queue: RateLimitedQueue<ObjectKey>,
+        reconciler: R,
+        options: ControllerOptions,
+        syncs: Vec<SyncWait>,
+    ) -> Self {
+        Controller {
+            name,
+            queue,
+            reconciler: Arc::new(reconciler),
+            options,
+            stats: Arc::default(),
+            syncs,
+        }
+    }
+
+    /// Make a rate-limited queue for a controller with these options.
+    pub(crate) fn queue_for(options: &ControllerOptions) -> RateLimitedQueue<ObjectKey> {
+        let limiter: Arc<dyn RateLimiter<ObjectKey>> = match &options.rate_limiter {
+            Some(l) => l.clone(),
+            None => Arc::new(default_controller_rate_limiter::<ObjectKey>()),
+        };
+        RateLimitedQueue::with_rate_limiter(limiter)
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The controller's queue (to enqueue by hand, or to inspect in tests).
+    pub fn queue(&self) -> &RateLimitedQueue<ObjectKey> {
+        &self.queue
+    }
+
+    /// The controller's counters.
+    pub fn stats(&self) -> Arc<ControllerStats> {
+        self.stats.clone()
+    }
+
+    /// Wait for the informers to sync, then reconcile until `cancel` fires; in-flight
+    /// reconciles finish before this returns.
+    pub async fn run(self, cancel: CancellationToken) {
+        for s in &self.syncs {
+            tokio::select! {
+                _ = s() => {}
+                _ = cancel.cancelled() => return,
+            }
+        }
+        tracing::info!(controller = %self.name, workers = self.options.max_concurrent_reconciles, "starting workers");
+        let mut workers = Vec::new();
+        for _ in 0..self.options.max_concurrent_reconciles.max(1) {
+            let queue = self.queue.clone();
+            let reconciler = self.reconciler.clone();
+            let stats = self.stats.clone();
+            let name = self.name.clone();
+            let timeout = self.options.reconcile_timeout;
+            workers.push(tokio::spawn(async move {
+                while let Some(key) = queue.get().await {
+                    stats.active_workers.fetch_add(1, Ordering::Relaxed);
+                    process(&name, &queue, reconciler.as_ref(), &stats, timeout, key).await;
+                    stats.active_workers.fetch_sub(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        cancel.cancelled().await;
+        tracing::info!(controller = %self.name, "stopping: shutdown requested; draining in-flight reconciles");
+        self.queue.shut_down_with_drain().await;
+        for w in workers {
+            let _ = w.await;
+        }
+    }
+}
+
+async fn process<R: Reconciler>(
+    name: &str,
+    queue: &RateLimitedQueue<ObjectKey>,
+    reconciler: &R,
+    stats: &ControllerStats,
+    timeout: Option<Duration>,
+    key: ObjectKey,
+) {
+    let fut = AssertUnwindSafe(reconciler.reconcile(key.clone())).catch_unwind();
+    let outcome = match timeout {
+        Some(t) => match tokio::time::timeout(t, fut).await {
+            Ok(o) => o,
+            Err(_) => Ok(Err(ReconcileError::msg(format!(
+                "reconcile timed out after {t:?}"
+            )))),
+        },
+        None => fut.await,
+    };
+    match outcome {
+        Ok(Ok(Action::Done)) => {
+            stats.success.fetch_add(1, Ordering::Relaxed);
+            queue.forget(&key);
+        }
+        Ok(Ok(Action::Requeue)) => {
+            stats.requeue.fetch_add(1, Ordering::Relaxed);
+            queue.add_rate_limited(key.clone());
+        }
+        Ok(Ok(Action::RequeueAfter(d))) => {
+            stats.requeue_after.fetch_add(1, Ordering::Relaxed);
+            queue.forget(&key);
+            queue.add_after(key.clone(), d);
+        }
+        Ok(Err(e)) if e.is_terminal() => {
+            stats.terminal_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(controller = name, request = %key, error = %e, "reconcile failed terminally; not requeued");
+            queue.forget(&key);
+        }
+        Ok(Err(e)) => {
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(controller = name, request = %key, error = %e, "reconcile failed; requeued with backoff");
+            queue.add_rate_limited(key.clone());
+        }
+        Err(panic) => {
+            stats.panics.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(controller = name, request = %key, panic = %panic_message(panic.as_ref()), "reconcile panicked; requeued with backoff");
+            queue.add_rate_limited(key.clone());
+        }
+    }
+    queue.done(&key);
+}
