@@ -8,6 +8,7 @@
 
 pub mod builder;
 pub mod cache;
+pub mod client;
 pub mod controller;
 #[cfg(feature = "envtest")]
 pub mod envtest;

@@ -1,0 +1,235 @@
+//! The delegating client: reads from the shared cache, writes to the server.
+//!
+//! Like controller-runtime's default client: `get` and `list` are served by the informer
+//! cache (starting the kind's informer on first use and waiting for its sync), with label
+//! selectors and secondary-index lookups; every write (create, replace, patch, delete,
+//! the status and scale subresources) goes to the API server. A kind can opt out of the
+//! cache and be read directly ([`Client::uncached`]).
+
+use std::any::TypeId;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::autoscaling::v1::Scale;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::Request;
+use serde::Serialize;
+
+use crate::cache::{Cache, CachedKind};
+use crate::object::ObjectKey;
+use crate::selector::LabelSelector;
+
+/// Errors of the client.
+pub type Error = kube::Error;
+
+/// What a cached `list` returns.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only objects whose labels match.
+    pub labels: Option<LabelSelector>,
+    /// Only objects whose index `.0` has the value `.1` (see [`Cache::index_field`]).
+    pub index: Option<(String, String)>,
+}
+
+/// Reads from the cache, writes to the server.
+#[derive(Clone)]
+pub struct Client {
+    cache: Arc<Cache>,
+    uncached: Arc<HashSet<TypeId>>,
+}
+
+fn request_for<K: CachedKind>(namespace: Option<&str>) -> Request {
+    Request::new(K::url_path(&(), namespace))
+}
+
+fn body<K: Serialize>(obj: &K) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(obj).map_err(Error::SerdeError)
+}
+
+impl Client {
+    /// A client over `cache` (and its API client).
+    pub fn new(cache: Arc<Cache>) -> Self {
+        Client {
+            cache,
+            uncached: Arc::new(HashSet::new()),
+        }
+    }
+
+    /// Read kind `K` from the server instead of the cache.
+    pub fn uncached<K: CachedKind>(mut self) -> Self {
+        let mut set = (*self.uncached).clone();
+        set.insert(TypeId::of::<K>());
+        self.uncached = Arc::new(set);
+        self
+    }
+
+    fn cached<K: CachedKind>(&self) -> bool {
+        !self.uncached.contains(&TypeId::of::<K>())
+    }
+
+    /// The cache behind the client.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    fn kube(&self) -> &kube::Client {
+        self.cache.client()
+    }
+
+    /// One object, `None` when it does not exist.
+    pub async fn get<K: CachedKind>(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Error> {
+        if self.cached::<K>() {
+            return Ok(self.cache.get::<K>(key).await);
+        }
+        let req = request_for::<K>(key.namespace.as_deref())
+            .get(&key.name, &Default::default())
+            .map_err(Error::BuildRequest)?;
+        match self.kube().request::<K>(req).await {
+            Ok(o) => Ok(Some(Arc::new(o))),
+            Err(Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Objects matching `opts`.
+    pub async fn list<K: CachedKind>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> {
+        let empty = BTreeMap::new();
+        let label_ok = |o: &K| {
+            opts.labels
+                .as_ref()
+                .is_none_or(|s| s.matches(o.meta().labels.as_ref().unwrap_or(&empty)))
+        };
+        let ns_ok = |o: &K| {
+            opts.namespace
+                .as_ref()
+                .is_none_or(|ns| o.meta().namespace.as_ref() == Some(ns))
+        };
+        if !self.cached::<K>() {
+            let req = request_for::<K>(opts.namespace.as_deref())
+                .list(&ListParams::default())
+                .map_err(Error::BuildRequest)?;
+            let list = self
+                .kube()
+                .request::<kube::core::ObjectList<K>>(req)
+                .await?;
+            return Ok(list
+                .items
+                .into_iter()
+                .filter(|o| label_ok(o))
+                .map(Arc::new)
+                .collect());
+        }
+        let objects = match &opts.index {
+            Some((index, value)) => self
+                .cache
+                .list_by_index::<K>(index, value)
+                .await
+                .ok_or_else(|| {
+                    Error::Service(
+                        format!(
+                            "no index {index:?} for {}: add it with Cache::index_field",
+                            K::kind(&())
+                        )
+                        .into(),
+                    )
+                })?,
+            None => self.cache.list::<K>(opts.namespace.as_deref()).await,
+        };
+        Ok(objects
+            .into_iter()
+            .filter(|o| ns_ok(o) && label_ok(o))
+            .collect())
+    }
+
+    /// Create `obj` (its namespace is taken from its metadata).
+    pub async fn create<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
+        let ns = obj.meta().namespace.clone();
+        let req = request_for::<K>(ns.as_deref())
+            .create(&PostParams::default(), body(obj)?)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// Replace `obj` (optimistic concurrency on its resourceVersion).
+    pub async fn update<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
+        let key = ObjectKey::of(obj);
+        let req = request_for::<K>(key.namespace.as_deref())
+            .replace(&key.name, &PostParams::default(), body(obj)?)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// Patch the object at `key`.
+    pub async fn patch<K: CachedKind, P: Serialize + std::fmt::Debug>(
+        &self,
+        key: &ObjectKey,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, Error> {
+        let req = request_for::<K>(key.namespace.as_deref())
+            .patch(&key.name, params, patch)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// Delete the object at `key`; `Ok(false)` when it was already gone.
+    pub async fn delete<K: CachedKind>(
+        &self,
+        key: &ObjectKey,
+        params: &DeleteParams,
+    ) -> Result<bool, Error> {
+        let req = request_for::<K>(key.namespace.as_deref())
+            .delete(&key.name, params)
+            .map_err(Error::BuildRequest)?;
+        match self.kube().request_text(req).await {
+            Ok(_) => Ok(true),
+            Err(Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Replace the status of `obj` (the `/status` subresource).
+    pub async fn update_status<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
+        let key = ObjectKey::of(obj);
+        let req = request_for::<K>(key.namespace.as_deref())
+            .replace_subresource("status", &key.name, &PostParams::default(), body(obj)?)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// Patch the status of the object at `key`.
+    pub async fn patch_status<K: CachedKind, P: Serialize + std::fmt::Debug>(
+        &self,
+        key: &ObjectKey,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, Error> {
+        let req = request_for::<K>(key.namespace.as_deref())
+            .patch_subresource("status", &key.name, params, patch)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// The `/scale` of the object at `key`.
+    pub async fn get_scale<K: CachedKind>(&self, key: &ObjectKey) -> Result<Scale, Error> {
+        let req = request_for::<K>(key.namespace.as_deref())
+            .get_subresource("scale", &key.name)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+
+    /// Set the replicas of the object at `key` through `/scale`.
+    pub async fn scale<K: CachedKind>(
+        &self,
+        key: &ObjectKey,
+        replicas: i32,
+    ) -> Result<Scale, Error> {
+        let patch = Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}}));
+        let req = request_for::<K>(key.namespace.as_deref())
+            .patch_subresource("scale", &key.name, &PatchParams::default(), &patch)
+            .map_err(Error::BuildRequest)?;
+        self.kube().request(req).await
+    }
+}
