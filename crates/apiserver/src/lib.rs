@@ -5,8 +5,10 @@
 //! subresources, defaulting, validation and `Status` errors. Real clients (`kubectl`,
 //! client-go, the Python client, kube-rs) drive it unmodified.
 //!
-//! Start with [`server::Config`] and [`server::Server`]: they open the storage, generate
+//! Start with [`server::Config`] and [`server::start`]: they open the storage, generate
 //! TLS material and a kubeconfig, and serve.
+
+#![warn(missing_docs)]
 
 pub mod admission;
 pub mod api;

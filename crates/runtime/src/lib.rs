@@ -3,8 +3,10 @@
 //! Start with [`cache::Cache`]: one shared informer per kind feeds an indexed store
 //! that every reader and controller in the process shares. The workqueue, controllers,
 //! builder and manager build on it (see `../shared/DESIGN.md` for the whole picture).
-//! With the `envtest` feature, [`envtest`] starts the embedded API server in-process
+//! With the `envtest` feature, the `envtest` module starts the embedded API server in-process
 //! for tests.
+
+#![warn(missing_docs)]
 
 pub mod builder;
 pub mod cache;
