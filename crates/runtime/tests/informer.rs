@@ -223,3 +223,32 @@ async fn informer_survives_restart_and_410_with_watch_list() {
 async fn informer_survives_restart_and_410_with_list_watch() {
     survives_restart(false).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_informer_for_a_kind_known_at_run_time() {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let env = envtest::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    api.create(&PostParams::default(), &cm("dyn", "x"))
+        .await
+        .expect("create");
+    let cache = Cache::new(env.client.clone(), CancellationToken::new());
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+        "configmaps",
+    );
+    let inf = cache.dynamic_informer(&ar, InformerConfig::default());
+    inf.wait_for_sync().await;
+    let obj: Arc<DynamicObject> = inf
+        .store()
+        .get(&ObjectKey::namespaced("default", "dyn"))
+        .expect("cached");
+    assert_eq!(obj.data["data"]["v"], "0");
+    // same resource, same informer; the typed informer is a different one
+    assert!(Arc::ptr_eq(
+        &inf,
+        &cache.dynamic_informer(&ar, InformerConfig::default())
+    ));
+    cache.informer::<ConfigMap>().wait_for_sync().await;
+    assert_eq!(cache.informer_count(), 2);
+}

@@ -108,7 +108,7 @@ fn refuses_watch_list(e: &kube::Error) -> bool {
 
 impl<K> Informer<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// A new informer (not started) with `config`.
     pub fn new(config: InformerConfig) -> Arc<Self> {
@@ -324,7 +324,7 @@ where
 
     /// Run the reflector until `cancel` fires.
     pub async fn run(self: Arc<Self>, api: Api<K>, cancel: CancellationToken) {
-        let kind = K::kind(&()).to_string();
+        let kind = api.resource_url().to_string();
         let mut rv: Option<String> = None;
         let mut use_watch_list = self.config.watch_list;
         let mut backoff = Backoff::new();

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
+use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,8 @@ impl<K> CachedKind for K where
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct InformerId {
     kind: TypeId,
+    /// group/version/plural for dynamic kinds (empty for typed ones)
+    resource: String,
     config: InformerConfig,
 }
 
@@ -64,8 +67,22 @@ impl Cache {
 
     /// The informer for `K` with `config`, started on first request and shared after.
     pub fn informer_with<K: CachedKind>(&self, config: InformerConfig) -> Arc<Informer<K>> {
+        let api: Api<K> = Api::all(self.client.clone());
+        self.shared_informer(api, String::new(), config)
+    }
+
+    fn shared_informer<K>(
+        &self,
+        api: Api<K>,
+        resource: String,
+        config: InformerConfig,
+    ) -> Arc<Informer<K>>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
         let id = InformerId {
             kind: TypeId::of::<K>(),
+            resource,
             config: config.clone(),
         };
         let mut map = self.informers.lock().unwrap_or_else(|e| e.into_inner());
@@ -76,11 +93,22 @@ impl Cache {
         }
         let inf = Informer::<K>::new(config);
         map.insert(id, inf.clone());
-        let api: Api<K> = Api::all(self.client.clone());
         let cancel = self.cancel.child_token();
         let runner = inf.clone();
         tokio::spawn(async move { runner.run(api, cancel).await });
         inf
+    }
+
+    /// The shared informer for a kind known only at run time (a custom resource found by
+    /// discovery, say), as [`DynamicObject`]s.
+    pub fn dynamic_informer(
+        &self,
+        resource: &ApiResource,
+        config: InformerConfig,
+    ) -> Arc<Informer<DynamicObject>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        let id = format!("{}/{}", resource.api_version, resource.plural);
+        self.shared_informer(api, id, config)
     }
 
     /// The default informer for `K` (all namespaces, no selectors).
