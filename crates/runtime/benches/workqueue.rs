@@ -232,6 +232,12 @@ fn main() {
         namespace: Some(format!("namespace-{}", i % 100)),
         name: format!("object-{i}"),
     });
+    bench(&rt, &p, "ObjectKey keys", &|i| {
+        coxswain_runtime::ObjectKey::namespaced(
+            format!("namespace-{}", i % 100),
+            format!("object-{i}"),
+        )
+    });
     bench(&rt, &p, "Arc<str> keys", &|i| SharedRequest {
         namespace: Some(format!("namespace-{}", i % 100).into()),
         name: format!("object-{i}").into(),

@@ -23,17 +23,17 @@ async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
     let Some(cm) = cache.get::<ConfigMap>(&key).await else {
         return Ok(Action::Done); // deleted: its Secret goes with it (owner reference)
     };
-    let ns = key.namespace.clone().unwrap_or_default();
+    let ns = key.namespace().unwrap_or_default().to_string();
     let owner = OwnerReference {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
-        name: key.name.clone(),
+        name: key.name.to_string(),
         uid: cm.meta().uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
     let mut secret = Secret::default();
-    secret.metadata.name = Some(key.name.clone());
+    secret.metadata.name = Some(key.name.to_string());
     secret.metadata.owner_references = Some(vec![owner]);
     secret.data = cm.data.as_ref().map(|d| {
         d.iter()

@@ -79,11 +79,11 @@ impl EnqueueOwner {
             }
             let key = ObjectKey {
                 namespace: if self.owner_namespaced {
-                    meta.namespace.clone()
+                    meta.namespace.as_deref().map(std::sync::Arc::from)
                 } else {
                     None
                 },
-                name: r.name.clone(),
+                name: std::sync::Arc::from(r.name.as_str()),
             };
             if !out.contains(&key) {
                 out.push(key);

@@ -1,33 +1,35 @@
 //! Object identity: the namespace/name key that caches index and controllers reconcile.
 
 use std::fmt;
+use std::sync::Arc;
 
 use kube::Resource;
 
 /// The identity of an object: its namespace (none for cluster-scoped kinds) and name.
-/// Controllers receive it as their reconcile request.
+/// Controllers receive it as their reconcile request. The strings are shared (`Arc<str>`)
+/// so that the many copies a queue, a store and its indexes keep cost no allocation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
     /// Namespace, `None` for cluster-scoped objects.
-    pub namespace: Option<String>,
+    pub namespace: Option<Arc<str>>,
     /// Name.
-    pub name: String,
+    pub name: Arc<str>,
 }
 
 impl ObjectKey {
     /// A key for a namespaced object.
-    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn namespaced(namespace: impl AsRef<str>, name: impl AsRef<str>) -> Self {
         ObjectKey {
-            namespace: Some(namespace.into()),
-            name: name.into(),
+            namespace: Some(Arc::from(namespace.as_ref())),
+            name: Arc::from(name.as_ref()),
         }
     }
 
     /// A key for a cluster-scoped object.
-    pub fn cluster(name: impl Into<String>) -> Self {
+    pub fn cluster(name: impl AsRef<str>) -> Self {
         ObjectKey {
             namespace: None,
-            name: name.into(),
+            name: Arc::from(name.as_ref()),
         }
     }
 
@@ -35,9 +37,25 @@ impl ObjectKey {
     pub fn of<K: Resource>(obj: &K) -> Self {
         let meta = obj.meta();
         ObjectKey {
-            namespace: meta.namespace.clone().filter(|n| !n.is_empty()),
-            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .map(Arc::from),
+            name: Arc::from(meta.name.as_deref().unwrap_or_default()),
         }
+    }
+}
+
+impl ObjectKey {
+    /// The namespace, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 

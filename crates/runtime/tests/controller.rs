@@ -40,13 +40,13 @@ async fn mirror(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
     let Some(cm) = cache.get::<ConfigMap>(&key).await else {
         return Ok(Action::Done);
     };
-    let ns = key.namespace.clone().unwrap_or_default();
+    let ns = key.namespace().unwrap_or_default().to_string();
     let mut secret = Secret::default();
-    secret.metadata.name = Some(key.name.clone());
+    secret.metadata.name = Some(key.name.to_string());
     secret.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
-        name: key.name.clone(),
+        name: key.name.to_string(),
         uid: cm.meta().uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
@@ -215,7 +215,7 @@ async fn failing_reconcile_backs_off_exponentially_then_forgets() {
         .build(move |key: ObjectKey| {
             let a = a.clone();
             async move {
-                if key.name != "flaky" {
+                if &*key.name != "flaky" {
                     return Ok(Action::Done);
                 }
                 // fail five times, then succeed
@@ -268,10 +268,10 @@ async fn panicking_reconcile_does_not_kill_the_controller() {
             .build(move |key: ObjectKey| {
                 let (s, n) = (s.clone(), n.clone());
                 async move {
-                    if key.name == "boom" && n.fetch_add(1, Ordering::SeqCst) == 0 {
+                    if &*key.name == "boom" && n.fetch_add(1, Ordering::SeqCst) == 0 {
                         panic!("reconcile exploded");
                     }
-                    s.lock().expect("seen").push(key.name.clone());
+                    s.lock().expect("seen").push(key.name.to_string());
                     Ok(Action::Done)
                 }
             });
