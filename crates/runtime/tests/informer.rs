@@ -252,3 +252,28 @@ async fn dynamic_informer_for_a_kind_known_at_run_time() {
     cache.informer::<ConfigMap>().wait_for_sync().await;
     assert_eq!(cache.informer_count(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_redelivers_cached_objects_as_updates() {
+    let env = envtest::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    api.create(&PostParams::default(), &cm("r", "x"))
+        .await
+        .expect("create");
+    let cache = Cache::new(env.client.clone(), CancellationToken::new());
+    let inf = cache.informer_with::<ConfigMap>(InformerConfig {
+        resync: Some(Duration::from_millis(100)),
+        ..Default::default()
+    });
+    inf.wait_for_sync().await;
+    let resyncs = Arc::new(Mutex::new(0usize));
+    let r = resyncs.clone();
+    inf.add_handler(move |c| {
+        if let Change::Updated { old, new } = c {
+            if old.metadata.resource_version == new.metadata.resource_version {
+                *r.lock().expect("count") += 1;
+            }
+        }
+    });
+    eventually("two resyncs", || *resyncs.lock().expect("count") >= 2).await;
+}

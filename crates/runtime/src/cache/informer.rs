@@ -36,6 +36,9 @@ pub struct InformerConfig {
     pub watch_list: bool,
     /// Drop `metadata.managedFields` before storing (default true).
     pub strip_managed_fields: bool,
+    /// Re-deliver every cached object to the handlers as an update (old = new) this often,
+    /// with up to 10% jitter (default: never), as client-go's resync period.
+    pub resync: Option<Duration>,
 }
 
 impl Default for InformerConfig {
@@ -46,6 +49,7 @@ impl Default for InformerConfig {
             page_size: 500,
             watch_list: true,
             strip_managed_fields: true,
+            resync: None,
         }
     }
 }
@@ -322,8 +326,40 @@ where
         }
     }
 
+    /// Deliver every cached object to the handlers as an update with itself.
+    pub fn resync(&self) {
+        let mut changes = Vec::new();
+        self.store.for_each(|o| {
+            changes.push(Change::Updated {
+                old: o.clone(),
+                new: o.clone(),
+            })
+        });
+        self.dispatch(&changes);
+    }
+
+    async fn resync_loop(self: Arc<Self>, period: Duration, cancel: CancellationToken) {
+        loop {
+            let jitter = rand::rng().random_range(0.0..0.1);
+            tokio::select! {
+                _ = tokio::time::sleep(period.mul_f64(1.0 + jitter)) => {}
+                _ = cancel.cancelled() => return,
+            }
+            if self.has_synced() {
+                self.resync();
+            }
+        }
+    }
+
     /// Run the reflector until `cancel` fires.
     pub async fn run(self: Arc<Self>, api: Api<K>, cancel: CancellationToken) {
+        if let Some(period) = self.config.resync.filter(|p| !p.is_zero()) {
+            tokio::spawn(self.clone().resync_loop(period, cancel.clone()));
+        }
+        self.reflect(api, cancel).await;
+    }
+
+    async fn reflect(self: Arc<Self>, api: Api<K>, cancel: CancellationToken) {
         let kind = api.resource_url().to_string();
         let mut rv: Option<String> = None;
         let mut use_watch_list = self.config.watch_list;
