@@ -142,3 +142,50 @@ async fn reflector_list_watch() {
 async fn reflector_streaming_list() {
     reflector_syncs(true).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_list_get_and_watch() {
+    use kube::api::WatchEvent;
+    use kube::core::PartialObjectMeta as PartialObjectMetadata;
+    let (running, client, _dir) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&PostParams::default(), &cm("meta", "0"))
+        .await
+        .expect("create");
+    let list = api
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("metadata list");
+    let item: &PartialObjectMetadata<ConfigMap> = list.items.first().expect("one item");
+    assert_eq!(item.metadata.name.as_deref(), Some("meta"));
+    assert_eq!(
+        item.types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let one = api.get_metadata("meta").await.expect("metadata get");
+    assert_eq!(
+        one.metadata.labels.as_ref().map(|l| l["app"].as_str()),
+        Some("reflect")
+    );
+    let stream = api
+        .watch_metadata(
+            &kube::api::WatchParams::default().timeout(2),
+            &list.metadata.resource_version.clone().unwrap_or_default(),
+        )
+        .await
+        .expect("metadata watch");
+    let mut stream = std::pin::pin!(stream);
+    api.patch(
+        "meta",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"data": {"v": "1"}})),
+    )
+    .await
+    .expect("patch");
+    let ev = stream.next().await.expect("an event").expect("decoded");
+    match ev {
+        WatchEvent::Modified(o) => assert_eq!(o.metadata.name.as_deref(), Some("meta")),
+        other => panic!("unexpected {other:?}"),
+    }
+    running.shutdown.cancel();
+}

@@ -4,7 +4,7 @@
 //! Handlers here speak Kubernetes (targets, options, objects, `Status` errors); the
 //! HTTP framing lives in [`crate::http`].
 
-mod codec;
+pub mod codec;
 mod delete;
 mod read;
 mod watch;
@@ -118,14 +118,19 @@ impl Api {
         headers: &HeaderMap,
         body: Bytes,
     ) -> ApiResult<Reply> {
+        let accept = headers
+            .get("accept")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let rendering = codec::Rendering::negotiate(accept);
         match (method.as_str(), target.name.is_some()) {
-            ("GET", true) => self.get(&target, query),
+            ("GET", true) => self.get(&target, query, rendering),
             ("GET", false) => {
                 let opts = crate::request::ListOptions::parse(query, target.legacy_watch)?;
                 if opts.watch {
-                    self.watch(&target, opts)
+                    self.watch(&target, opts, rendering)
                 } else {
-                    self.list(&target, &opts)
+                    self.list(&target, &opts, rendering)
                 }
             }
             ("POST", false) => self.create(&target, query, headers, &body).await,

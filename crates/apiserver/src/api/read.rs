@@ -26,7 +26,12 @@ impl Api {
             .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
     }
 
-    pub(super) fn get(&self, target: &Target, query: &Query) -> ApiResult<Reply> {
+    pub(super) fn get(
+        &self,
+        target: &Target,
+        query: &Query,
+        rendering: super::codec::Rendering,
+    ) -> ApiResult<Reply> {
         crate::request::parse_rv(query.get("resourceVersion"))?;
         let obj = self.current(target)?;
         match target.subresource {
@@ -36,12 +41,17 @@ impl Api {
             }
             _ => Ok(Reply::json_bytes(
                 StatusCode::OK,
-                super::codec::present(target.resource, &obj)?,
+                super::codec::render(target.resource, &obj, rendering)?,
             )),
         }
     }
 
-    pub(super) fn list(&self, target: &Target, opts: &ListOptions) -> ApiResult<Reply> {
+    pub(super) fn list(
+        &self,
+        target: &Target,
+        opts: &ListOptions,
+        rendering: super::codec::Rendering,
+    ) -> ApiResult<Reply> {
         let def = target.resource;
         let filter = Filter::for_request(target, opts)?;
         let resource = def.storage_key();
@@ -88,8 +98,8 @@ impl Api {
             if count > 0 {
                 out.put_u8(b',');
             }
-            if super::codec::converts(def) {
-                out.extend_from_slice(&super::codec::present(def, obj)?);
+            if super::codec::converts(def) || rendering != super::codec::Rendering::Full {
+                out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
             } else {
                 out.extend_from_slice(&obj.json);
             }
@@ -110,10 +120,9 @@ impl Api {
                 }
             }
         }
+        let (list_kind, list_version) = rendering.list_kind(def);
         let head = format!(
-            "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
-            def.kind,
-            def.api_version(),
+            "{{\"kind\":\"{list_kind}\",\"apiVersion\":\"{list_version}\",\"metadata\":{},\"items\":[",
             Value::Object(meta)
         );
         let mut body = BytesMut::with_capacity(head.len() + out.len() + 2);

@@ -44,11 +44,10 @@ fn error_line(e: &ApiError) -> Bytes {
 
 struct Watcher {
     def: &'static crate::catalog::ResourceDef,
+    rendering: super::codec::Rendering,
     store: Arc<Store>,
     resource: String,
     filter: Filter,
-    kind: &'static str,
-    api_version: String,
     last_rv: u64,
     tx: mpsc::Sender<Bytes>,
 }
@@ -59,7 +58,8 @@ impl Watcher {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": meta});
+        let (kind, api_version) = self.rendering.object_kind(self.def);
+        let obj = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
         event_line("BOOKMARK", obj.to_string().as_bytes())
     }
 
@@ -86,7 +86,7 @@ impl Watcher {
 
     /// The object as the watched version; `None` (logged) when it cannot be converted.
     fn render(&self, obj: &StoredObject) -> Option<Bytes> {
-        match super::codec::present(self.def, obj) {
+        match super::codec::render(self.def, obj, self.rendering) {
             Ok(b) => Some(b),
             Err(e) => {
                 tracing::warn!(error = %e, "watch: object skipped");
@@ -113,7 +113,12 @@ impl Watcher {
 }
 
 impl Api {
-    pub(super) fn watch(&self, target: &Target, opts: ListOptions) -> ApiResult<Reply> {
+    pub(super) fn watch(
+        &self,
+        target: &Target,
+        opts: ListOptions,
+        rendering: super::codec::Rendering,
+    ) -> ApiResult<Reply> {
         let def = target.resource;
         let filter = Filter::for_request(target, &opts)?;
         let rv = opts.rv_number()?;
@@ -139,11 +144,10 @@ impl Api {
         let sub = self.store.subscribe(&resource, from, send_initial);
         let mut w = Watcher {
             def,
+            rendering,
             store: self.store.clone(),
             resource,
             filter,
-            kind: def.kind,
-            api_version: def.api_version(),
             last_rv: from.unwrap_or(0),
             tx,
         };
