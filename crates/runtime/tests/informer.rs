@@ -277,3 +277,30 @@ async fn resync_redelivers_cached_objects_as_updates() {
     });
     eventually("two resyncs", || *resyncs.lock().expect("count") >= 2).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_informer_holds_metadata_only() {
+    let env = envtest::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    api.create(&PostParams::default(), &cm("m1", "x"))
+        .await
+        .expect("create");
+    let cache = Cache::new(env.client.clone(), CancellationToken::new());
+    let inf = cache.metadata_informer::<ConfigMap>(InformerConfig::default());
+    inf.wait_for_sync().await;
+    let m = inf
+        .store()
+        .get(&ObjectKey::namespaced("default", "m1"))
+        .expect("cached");
+    assert_eq!(
+        m.metadata.labels.as_ref().map(|l| l["app"].as_str()),
+        Some("x")
+    );
+    api.delete("m1", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("deletion seen", || inf.store().is_empty()).await;
+    // distinct from the full-object informer of the same kind
+    cache.informer::<ConfigMap>().wait_for_sync().await;
+    assert_eq!(cache.informer_count(), 2);
+}

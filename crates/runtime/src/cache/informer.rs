@@ -12,8 +12,11 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::TryStreamExt;
-use kube::api::{ListParams, WatchEvent, WatchParams};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
+use kube::core::PartialObjectMeta;
 use kube::{Api, Resource};
 use rand::Rng;
 use serde::de::DeserializeOwned;
@@ -21,6 +24,73 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::store::{Change, Store};
+
+/// The LIST and WATCH calls an informer makes: whole objects through [`Api`], or
+/// metadata only through [`MetadataApi`].
+pub trait ListWatch<T: Clone>: Send + Sync + 'static {
+    /// One page of a LIST.
+    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<T>>>;
+    /// A WATCH from resourceVersion `rv`.
+    fn watch<'a>(
+        &'a self,
+        wp: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<T>>>>>;
+    /// What is listed (for logs).
+    fn describe(&self) -> String;
+}
+
+impl<K> ListWatch<K> for Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<K>>> {
+        Api::list(self, lp).boxed()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        wp: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<K>>>>> {
+        async move { Api::watch(self, wp, rv).await.map(|s| s.boxed()) }.boxed()
+    }
+
+    fn describe(&self) -> String {
+        self.resource_url().to_string()
+    }
+}
+
+/// Lists and watches `K` as metadata only (`PartialObjectMetadata`).
+pub struct MetadataApi<K>(pub Api<K>);
+
+impl<K> ListWatch<PartialObjectMeta<K>> for MetadataApi<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    PartialObjectMeta<K>: DeserializeOwned,
+{
+    fn list<'a>(
+        &'a self,
+        lp: &'a ListParams,
+    ) -> BoxFuture<'a, kube::Result<ObjectList<PartialObjectMeta<K>>>> {
+        self.0.list_metadata(lp).boxed()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        wp: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<
+        'a,
+        kube::Result<BoxStream<'static, kube::Result<WatchEvent<PartialObjectMeta<K>>>>>,
+    > {
+        async move { self.0.watch_metadata(wp, rv).await.map(|s| s.boxed()) }.boxed()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} (metadata)", self.0.resource_url())
+    }
+}
 
 /// What an informer lists and watches, and how.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -207,7 +277,7 @@ where
     }
 
     /// Paginated LIST; replaces the store. Returns the list's resourceVersion.
-    async fn list(&self, api: &Api<K>) -> Result<String, RoundEnd> {
+    async fn list(&self, api: &dyn ListWatch<K>) -> Result<String, RoundEnd> {
         let mut lp = ListParams::default().limit(self.config.page_size);
         lp.label_selector = self.config.label_selector.clone();
         lp.field_selector = self.config.field_selector.clone();
@@ -243,7 +313,7 @@ where
     /// WATCH from `rv` (or a watch-list when `rv` is `None`) until it ends.
     async fn watch(
         &self,
-        api: &Api<K>,
+        api: &dyn ListWatch<K>,
         rv: &mut Option<String>,
         cancel: &CancellationToken,
     ) -> RoundEnd {
@@ -352,15 +422,15 @@ where
     }
 
     /// Run the reflector until `cancel` fires.
-    pub async fn run(self: Arc<Self>, api: Api<K>, cancel: CancellationToken) {
+    pub async fn run(self: Arc<Self>, api: impl ListWatch<K>, cancel: CancellationToken) {
         if let Some(period) = self.config.resync.filter(|p| !p.is_zero()) {
             tokio::spawn(self.clone().resync_loop(period, cancel.clone()));
         }
         self.reflect(api, cancel).await;
     }
 
-    async fn reflect(self: Arc<Self>, api: Api<K>, cancel: CancellationToken) {
-        let kind = api.resource_url().to_string();
+    async fn reflect(self: Arc<Self>, api: impl ListWatch<K>, cancel: CancellationToken) {
+        let kind = api.describe();
         let mut rv: Option<String> = None;
         let mut use_watch_list = self.config.watch_list;
         let mut backoff = Backoff::new();

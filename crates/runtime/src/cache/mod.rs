@@ -16,11 +16,12 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use kube::api::{ApiResource, DynamicObject};
+use kube::core::PartialObjectMeta;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-pub use informer::{Informer, InformerConfig};
+pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi};
 pub use store::{Change, IndexFn, Store, NAMESPACE_INDEX};
 
 use crate::object::ObjectKey;
@@ -73,7 +74,7 @@ impl Cache {
 
     fn shared_informer<K>(
         &self,
-        api: Api<K>,
+        api: impl ListWatch<K>,
         resource: String,
         config: InformerConfig,
     ) -> Arc<Informer<K>>
@@ -97,6 +98,17 @@ impl Cache {
         let runner = inf.clone();
         tokio::spawn(async move { runner.run(api, cancel).await });
         inf
+    }
+
+    /// The shared metadata-only informer for `K`: objects as `PartialObjectMetadata`
+    /// (name, namespace, labels, annotations, owner references, ...), a fraction of the
+    /// memory and bandwidth of whole objects.
+    pub fn metadata_informer<K: CachedKind>(
+        &self,
+        config: InformerConfig,
+    ) -> Arc<Informer<PartialObjectMeta<K>>> {
+        let api = MetadataApi(Api::<K>::all(self.client.clone()));
+        self.shared_informer(api, String::new(), config)
     }
 
     /// The shared informer for a kind known only at run time (a custom resource found by
