@@ -28,13 +28,20 @@ use crate::store::{Event, EventType, Store, StoredObject};
 /// Default watch duration when the client gives no timeout (upstream: 30 to 60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
-fn event_line(kind: &str, obj: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(obj.len() + 32);
+/// Size of the chunks the initial state of a watch is sent in.
+const INITIAL_CHUNK: usize = 64 * 1024;
+
+fn append_event(b: &mut BytesMut, kind: &str, obj: &[u8]) {
     b.extend_from_slice(b"{\"type\":\"");
     b.extend_from_slice(kind.as_bytes());
     b.extend_from_slice(b"\",\"object\":");
     b.extend_from_slice(obj);
     b.extend_from_slice(b"}\n");
+}
+
+fn event_line(kind: &str, obj: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(obj.len() + 32);
+    append_event(&mut b, kind, obj);
     b.freeze()
 }
 
@@ -174,6 +181,9 @@ impl Api {
                     None => Bound::Unbounded,
                 };
                 let prefix = w.filter.key_prefix();
+                // the initial state is all ready at once: send it in chunks of about
+                // 64 KiB rather than one chunk per object
+                let mut batch = BytesMut::with_capacity(INITIAL_CHUNK);
                 for (k, o) in snap.table.range((lower, Bound::Unbounded)) {
                     if prefix.as_ref().is_some_and(|p| !k.starts_with(p.as_str())) {
                         break;
@@ -182,9 +192,17 @@ impl Api {
                         continue;
                     }
                     let Some(json) = w.render(o) else { continue };
-                    if !w.send(event_line("ADDED", &json)).await {
-                        return;
+                    append_event(&mut batch, "ADDED", &json);
+                    if batch.len() >= INITIAL_CHUNK {
+                        let full =
+                            std::mem::replace(&mut batch, BytesMut::with_capacity(INITIAL_CHUNK));
+                        if !w.send(full.freeze()).await {
+                            return;
+                        }
                     }
+                }
+                if !batch.is_empty() && !w.send(batch.freeze()).await {
+                    return;
                 }
                 w.last_rv = snap.rv;
                 if initial_end_marker && !w.send(w.bookmark(snap.rv, true)).await {
