@@ -304,3 +304,23 @@ async fn metadata_informer_holds_metadata_only() {
     cache.informer::<ConfigMap>().wait_for_sync().await;
     assert_eq!(cache.informer_count(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transforms_apply_before_storing() {
+    let env = envtest::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    api.create(&PostParams::default(), &cm("t", "x"))
+        .await
+        .expect("create");
+    let cache = Cache::new(env.client.clone(), CancellationToken::new());
+    cache.set_transform::<ConfigMap>(|mut c| {
+        c.data = None;
+        c
+    });
+    let got = cache
+        .get::<ConfigMap>(&ObjectKey::namespaced("default", "t"))
+        .await
+        .expect("cached");
+    assert!(got.data.is_none(), "data dropped by the transform");
+    assert_eq!(got.metadata.name.as_deref(), Some("t"));
+}

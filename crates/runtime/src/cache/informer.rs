@@ -126,12 +126,16 @@ impl Default for InformerConfig {
 
 type Handler<K> = Box<dyn Fn(&Change<K>) + Send + Sync>;
 
+/// Changes an object before it is stored (drop fields nobody reads, say).
+pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
 /// A running informer for kind `K`.
 pub struct Informer<K> {
     store: Arc<Store<K>>,
     handlers: Mutex<Vec<Handler<K>>>,
     synced: watch::Sender<bool>,
     config: InformerConfig,
+    transform: Option<Transform<K>>,
 }
 
 /// Why one LIST/WATCH round ended.
@@ -186,12 +190,19 @@ where
 {
     /// A new informer (not started) with `config`.
     pub fn new(config: InformerConfig) -> Arc<Self> {
+        Self::with_transform(config, None)
+    }
+
+    /// A new informer (not started) that applies `transform` to every object before
+    /// storing it (after stripping managedFields when configured).
+    pub fn with_transform(config: InformerConfig, transform: Option<Transform<K>>) -> Arc<Self> {
         let (synced, _) = watch::channel(false);
         Arc::new(Informer {
             store: Arc::new(Store::default()),
             handlers: Mutex::new(Vec::new()),
             synced,
             config,
+            transform,
         })
     }
 
@@ -236,7 +247,10 @@ where
         if self.config.strip_managed_fields {
             obj.meta_mut().managed_fields = None;
         }
-        Arc::new(obj)
+        match &self.transform {
+            Some(t) => Arc::new(t(obj)),
+            None => Arc::new(obj),
+        }
     }
 
     fn apply_event(&self, ev: WatchEvent<K>, rv: &mut String) -> Result<(), RoundEnd> {

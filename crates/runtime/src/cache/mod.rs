@@ -21,7 +21,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi};
+pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi, Transform};
 pub use store::{Change, IndexFn, Store, NAMESPACE_INDEX};
 
 use crate::object::ObjectKey;
@@ -48,6 +48,7 @@ struct InformerId {
 pub struct Cache {
     client: Client,
     informers: Mutex<HashMap<InformerId, Arc<dyn Any + Send + Sync>>>,
+    transforms: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     cancel: CancellationToken,
 }
 
@@ -57,6 +58,7 @@ impl Cache {
         Cache {
             client,
             informers: Mutex::new(HashMap::new()),
+            transforms: Mutex::new(HashMap::new()),
             cancel,
         }
     }
@@ -92,7 +94,14 @@ impl Cache {
                 return inf;
             }
         }
-        let inf = Informer::<K>::new(config);
+        let transform = self
+            .transforms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&TypeId::of::<K>())
+            .and_then(|t| t.clone().downcast::<Transform<K>>().ok())
+            .map(|t| (*t).clone());
+        let inf = Informer::<K>::with_transform(config, transform);
         map.insert(id, inf.clone());
         let cancel = self.cancel.child_token();
         let runner = inf.clone();
@@ -121,6 +130,16 @@ impl Cache {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
         let id = format!("{}/{}", resource.api_version, resource.plural);
         self.shared_informer(api, id, config)
+    }
+
+    /// Transform every `K` before it is cached (applies to informers of `K` created after
+    /// this call; set it before the first use of the kind).
+    pub fn set_transform<K: CachedKind>(&self, transform: impl Fn(K) -> K + Send + Sync + 'static) {
+        let t: Transform<K> = Arc::new(transform);
+        self.transforms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(TypeId::of::<K>(), Arc::new(t));
     }
 
     /// The default informer for `K` (all namespaces, no selectors).
