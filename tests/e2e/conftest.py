@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Sequence, Any, Callable, Iterable, Optional
 from urllib.parse import urlparse
 
 import pytest
@@ -132,7 +132,7 @@ class CoxswainServer:
         self.token: Optional[str] = None
 
     # -- lifecycle -------------------------------------------------------
-    def start(self, timeout: float = STARTUP_TIMEOUT) -> "CoxswainServer":
+    def start(self, timeout: float = STARTUP_TIMEOUT, extra_args: Sequence[str] = ()) -> "CoxswainServer":
         binary = coxswain_bin()
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             pytest.fail(
@@ -148,6 +148,7 @@ class CoxswainServer:
             str(binary), "apiserver",
             "--data-dir", str(self.data_dir),
             "--bind", f"127.0.0.1:{self.port}",
+            *extra_args,
         ]
         self._log_file.write(("$ " + " ".join(cmd) + "\n").encode())
         self._log_file.flush()

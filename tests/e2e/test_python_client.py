@@ -124,21 +124,31 @@ def test_watch_label_selector_filters_events(core_v1, ns):
     assert [(t, n) for t, n, _ in summarize(events)] == [("ADDED", "in"), ("DELETED", "in")]
 
 
-def test_watch_too_old_resource_version_is_gone(core_v1, ns):
-    core_v1.create_namespaced_config_map(ns, cm("churn", {"i": "0"}))
+def test_watch_too_old_resource_version_is_gone(fresh_server):
+    """With a history of 50 events, a watch (or an exact list) from resourceVersion 1
+    after 200 writes is refused with 410 Gone / Expired."""
+    from kubernetes import client
+    fresh_server.start(extra_args=["--watch-history", "50"])
+    api = client.CoreV1Api(fresh_server.api_client())
+    api.create_namespaced_config_map("default", cm("churn", {"i": "0"}))
     for i in range(1, 201):
-        core_v1.patch_namespaced_config_map("churn", ns, {"data": {"i": str(i)}})
-    try:
-        events = collect_watch(core_v1.list_namespaced_config_map, ns, resource_version="1",
-                               max_events=1, timeout_seconds=2)
-    except ApiException as e:
-        assert e.status == 410, e
-        return
-    # the server still holds the whole history: then the replay must start after "1"
-    for e in events:
-        if e["type"] != "BOOKMARK":
-            assert rv_int(e["raw_object"]["metadata"]["resourceVersion"]) > 1
-    pytest.skip("server kept history back to resourceVersion 1 after 200 writes (no 410)")
+        api.patch_namespaced_config_map("churn", "default", {"data": {"i": str(i)}})
+    with pytest.raises(ApiException) as watch_err:
+        collect_watch(api.list_namespaced_config_map, "default", resource_version="1",
+                      max_events=1, timeout_seconds=2)
+    assert watch_err.value.status == 410
+    assert "too old resource version" in str(watch_err.value)
+    with pytest.raises(ApiException) as list_err:
+        api.list_namespaced_config_map("default", resource_version="1",
+                                       resource_version_match="Exact")
+    assert list_err.value.status == 410
+    assert api_status(list_err.value).get("reason") == "Expired"
+    # a recent resourceVersion still works
+    rv = api.list_namespaced_config_map("default").metadata.resource_version
+    api.patch_namespaced_config_map("churn", "default", {"data": {"i": "last"}})
+    events = collect_watch(api.list_namespaced_config_map, "default", resource_version=rv,
+                           max_events=1, timeout_seconds=2)
+    assert [e["type"] for e in events] == ["MODIFIED"]
 
 
 def test_watch_with_bookmarks(core_v1, ns):

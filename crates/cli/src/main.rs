@@ -34,6 +34,10 @@ struct ServerArgs {
     /// Accept requests without the bearer token (loopback only).
     #[arg(long)]
     insecure_no_auth: bool,
+    /// Changes kept for resuming watches and paging consistent lists; older
+    /// resourceVersions get 410 Gone.
+    #[arg(long, default_value_t = 100_000)]
+    watch_history: usize,
 }
 
 #[derive(Subcommand)]
@@ -50,6 +54,7 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c.persist = !args.in_memory;
     c.tls = !args.insecure_no_tls;
     c.auth = !args.insecure_no_auth;
+    c.history = args.watch_history;
     c
 }
 
