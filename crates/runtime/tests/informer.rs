@@ -324,3 +324,34 @@ async fn transforms_apply_before_storing() {
     assert!(got.data.is_none(), "data dropped by the transform");
     assert_eq!(got.metadata.name.as_deref(), Some("t"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_restricted_cache_watches_one_namespace() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let env = envtest::start().await.expect("env");
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let mut team = Namespace::default();
+    team.metadata.name = Some("team".into());
+    namespaces
+        .create(&PostParams::default(), &team)
+        .await
+        .expect("namespace");
+    Api::<ConfigMap>::namespaced(env.client.clone(), "team")
+        .create(&PostParams::default(), &cm("mine", "x"))
+        .await
+        .expect("create");
+    Api::<ConfigMap>::namespaced(env.client.clone(), "default")
+        .create(&PostParams::default(), &cm("other", "x"))
+        .await
+        .expect("create");
+    let cache = Cache::namespaced(env.client.clone(), "team", CancellationToken::new());
+    let cms = cache.list::<ConfigMap>(None).await;
+    let names: Vec<String> = cms.iter().filter_map(|c| c.metadata.name.clone()).collect();
+    assert_eq!(names, vec!["mine".to_string()]);
+    // cluster-scoped kinds are not restricted
+    let all_ns = cache.list::<Namespace>(None).await;
+    assert!(
+        all_ns.len() >= 5,
+        "default, kube-system, kube-public, kube-node-lease, team"
+    );
+}

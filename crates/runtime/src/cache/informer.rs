@@ -61,6 +61,63 @@ where
     }
 }
 
+/// Lists and watches `K` in one namespace (for caches restricted to a namespace).
+pub struct NamespacedApi<K> {
+    client: kube::Client,
+    namespace: String,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K: Resource<DynamicType = ()>> NamespacedApi<K> {
+    /// `K` objects of `namespace` through `client`.
+    pub fn new(client: kube::Client, namespace: &str) -> Self {
+        NamespacedApi {
+            client,
+            namespace: namespace.to_string(),
+            _kind: std::marker::PhantomData,
+        }
+    }
+
+    fn request(&self) -> kube::core::Request {
+        kube::core::Request::new(K::url_path(&(), Some(&self.namespace)))
+    }
+}
+
+impl<K> ListWatch<K> for NamespacedApi<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<K>>> {
+        async move {
+            let req = self.request().list(lp).map_err(kube::Error::BuildRequest)?;
+            self.client.request::<ObjectList<K>>(req).await
+        }
+        .boxed()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        wp: &'a WatchParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<K>>>>> {
+        async move {
+            let req = self
+                .request()
+                .watch(wp, rv)
+                .map_err(kube::Error::BuildRequest)?;
+            self.client
+                .request_events::<K>(req)
+                .await
+                .map(|s| s.boxed())
+        }
+        .boxed()
+    }
+
+    fn describe(&self) -> String {
+        self.request().url_path.clone()
+    }
+}
+
 /// Lists and watches `K` as metadata only (`PartialObjectMetadata`).
 pub struct MetadataApi<K>(pub Api<K>);
 

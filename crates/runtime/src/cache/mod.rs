@@ -21,7 +21,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi, Transform};
+pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi, NamespacedApi, Transform};
 pub use store::{Change, IndexFn, Store, NAMESPACE_INDEX};
 
 use crate::object::ObjectKey;
@@ -48,6 +48,7 @@ struct InformerId {
 pub struct Cache {
     client: Client,
     informers: Mutex<HashMap<InformerId, Arc<dyn Any + Send + Sync>>>,
+    namespace: Option<String>,
     transforms: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     cancel: CancellationToken,
 }
@@ -58,9 +59,24 @@ impl Cache {
         Cache {
             client,
             informers: Mutex::new(HashMap::new()),
+            namespace: None,
             transforms: Mutex::new(HashMap::new()),
             cancel,
         }
+    }
+
+    /// A cache restricted to one namespace: informers of namespaced kinds list and watch
+    /// only there (controller-runtime's `Cache.Options.DefaultNamespaces` with one entry),
+    /// which needs only namespace-scoped permissions. Cluster-scoped kinds are unaffected.
+    pub fn namespaced(client: Client, namespace: &str, cancel: CancellationToken) -> Cache {
+        let mut c = Cache::new(client, cancel);
+        c.namespace = Some(namespace.to_string());
+        c
+    }
+
+    /// The namespace the cache is restricted to, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 
     /// The client the cache uses.
@@ -69,9 +85,18 @@ impl Cache {
     }
 
     /// The informer for `K` with `config`, started on first request and shared after.
-    pub fn informer_with<K: CachedKind>(&self, config: InformerConfig) -> Arc<Informer<K>> {
-        let api: Api<K> = Api::all(self.client.clone());
-        self.shared_informer(api, String::new(), config)
+    pub fn informer_with<K: CachedKind>(&self, config: InformerConfig) -> Arc<Informer<K>>
+    where
+        K::Scope: 'static,
+    {
+        match &self.namespace {
+            Some(ns) if crate::handler::is_namespaced::<K>() => self.shared_informer(
+                NamespacedApi::<K>::new(self.client.clone(), ns),
+                String::new(),
+                config,
+            ),
+            _ => self.shared_informer(Api::<K>::all(self.client.clone()), String::new(), config),
+        }
     }
 
     fn shared_informer<K>(
