@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .for_::<ConfigMap>()
         .with_event_filter(predicate::label_selector(selector))
         .owns::<Secret>()
-        .build(move |key| reconcile(c.clone(), key));
+        .build(move |_ctx, key| reconcile(c.clone(), key));
     let stop = cancel.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;

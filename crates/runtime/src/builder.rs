@@ -8,7 +8,7 @@
 //!     .named("configmap-to-secret")
 //!     .for_::<ConfigMap>()
 //!     .owns::<Secret>()
-//!     .build(|key: ObjectKey| async move { Ok(Action::Done) });
+//!     .build(|_ctx, key: ObjectKey| async move { Ok(Action::Done) });
 //! controller.run(cancel).await;
 //! # }
 //! ```

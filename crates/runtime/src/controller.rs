@@ -83,19 +83,38 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for ReconcileError {
 /// The result of one reconcile.
 pub type ReconcileResult = Result<Action, ReconcileError>;
 
+/// What a reconcile knows besides the request.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The controller's name.
+    pub controller: Arc<str>,
+    /// Fires when the controller stops: long reconciles should give up.
+    pub cancel: CancellationToken,
+    /// How many times this request has been requeued after failures in a row.
+    pub retries: u32,
+}
+
 /// Brings one object towards its desired state.
 pub trait Reconciler: Send + Sync + 'static {
     /// Reconcile the object named by `request`.
-    fn reconcile(&self, request: ObjectKey) -> impl Future<Output = ReconcileResult> + Send;
+    fn reconcile(
+        &self,
+        ctx: Context,
+        request: ObjectKey,
+    ) -> impl Future<Output = ReconcileResult> + Send;
 }
 
 impl<F, Fut> Reconciler for F
 where
-    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    F: Fn(Context, ObjectKey) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ReconcileResult> + Send,
 {
-    fn reconcile(&self, request: ObjectKey) -> impl Future<Output = ReconcileResult> + Send {
-        self(request)
+    fn reconcile(
+        &self,
+        ctx: Context,
+        request: ObjectKey,
+    ) -> impl Future<Output = ReconcileResult> + Send {
+        self(ctx, request)
     }
 }
 
@@ -220,12 +239,18 @@ impl<R: Reconciler> Controller<R> {
             let queue = self.queue.clone();
             let reconciler = self.reconciler.clone();
             let stats = self.stats.clone();
-            let name = self.name.clone();
+            let name: Arc<str> = Arc::from(self.name.as_str());
+            let cancel = cancel.clone();
             let timeout = self.options.reconcile_timeout;
             workers.push(tokio::spawn(async move {
                 while let Some(key) = queue.get().await {
                     stats.active_workers.fetch_add(1, Ordering::Relaxed);
-                    process(&name, &queue, reconciler.as_ref(), &stats, timeout, key).await;
+                    let ctx = Context {
+                        controller: name.clone(),
+                        cancel: cancel.clone(),
+                        retries: queue.num_requeues(&key),
+                    };
+                    process(ctx, &queue, reconciler.as_ref(), &stats, timeout, key).await;
                     stats.active_workers.fetch_sub(1, Ordering::Relaxed);
                 }
             }));
@@ -240,14 +265,16 @@ impl<R: Reconciler> Controller<R> {
 }
 
 async fn process<R: Reconciler>(
-    name: &str,
+    ctx: Context,
     queue: &RateLimitedQueue<ObjectKey>,
     reconciler: &R,
     stats: &ControllerStats,
     timeout: Option<Duration>,
     key: ObjectKey,
 ) {
-    let fut = AssertUnwindSafe(reconciler.reconcile(key.clone())).catch_unwind();
+    let name = ctx.controller.clone();
+    let name = name.as_ref();
+    let fut = AssertUnwindSafe(reconciler.reconcile(ctx, key.clone())).catch_unwind();
     let outcome = match timeout {
         Some(t) => match tokio::time::timeout(t, fut).await {
             Ok(o) => o,

@@ -93,7 +93,7 @@ async fn configmap_to_secret_converges_and_reconverges() {
             max_concurrent_reconciles: 2,
             ..Default::default()
         })
-        .build(move |key| mirror(c.clone(), key));
+        .build(move |_ctx, key| mirror(c.clone(), key));
     let stats = controller.stats();
     let run = tokio::spawn(controller.run(cancel.clone()));
     let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
@@ -205,27 +205,33 @@ async fn failing_reconcile_backs_off_exponentially_then_forgets() {
         delays: Mutex::new(Vec::new()),
     });
     let attempts = Arc::new(AtomicU32::new(0));
+    let retries_seen = Arc::new(Mutex::new(Vec::new()));
     let a = attempts.clone();
+    let rs = retries_seen.clone();
     let controller = ControllerBuilder::new(&cache)
         .for_::<ConfigMap>()
         .with_options(ControllerOptions {
             rate_limiter: Some(limiter.clone()),
             ..Default::default()
         })
-        .build(move |key: ObjectKey| {
-            let a = a.clone();
-            async move {
-                if &*key.name != "flaky" {
-                    return Ok(Action::Done);
+        .build(
+            move |ctx: coxswain_runtime::controller::Context, key: ObjectKey| {
+                let a = a.clone();
+                let rs = rs.clone();
+                async move {
+                    if &*key.name != "flaky" {
+                        return Ok(Action::Done);
+                    }
+                    rs.lock().expect("retries").push(ctx.retries);
+                    // fail five times, then succeed
+                    if a.fetch_add(1, Ordering::SeqCst) < 5 {
+                        Err(ReconcileError::msg("not yet"))
+                    } else {
+                        Ok(Action::Done)
+                    }
                 }
-                // fail five times, then succeed
-                if a.fetch_add(1, Ordering::SeqCst) < 5 {
-                    Err(ReconcileError::msg("not yet"))
-                } else {
-                    Ok(Action::Done)
-                }
-            }
-        });
+            },
+        );
     let stats = controller.stats();
     let run = tokio::spawn(controller.run(cancel.clone()));
     let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
@@ -246,6 +252,11 @@ async fn failing_reconcile_backs_off_exponentially_then_forgets() {
         "each failure doubles the delay"
     );
     assert_eq!(stats.errors.load(Ordering::Relaxed), 5);
+    assert_eq!(
+        retries_seen.lock().expect("retries")[..6],
+        [0, 1, 2, 3, 4, 5],
+        "the context counts retries"
+    );
     eventually("forgotten after success", async || {
         limiter.num_requeues(&ObjectKey::namespaced("default", "flaky")) == 0
     })
@@ -265,7 +276,7 @@ async fn panicking_reconcile_does_not_kill_the_controller() {
     let controller =
         ControllerBuilder::new(&cache)
             .for_::<ConfigMap>()
-            .build(move |key: ObjectKey| {
+            .build(move |_ctx, key: ObjectKey| {
                 let (s, n) = (s.clone(), n.clone());
                 async move {
                     if &*key.name == "boom" && n.fetch_add(1, Ordering::SeqCst) == 0 {
