@@ -27,13 +27,13 @@ async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
     let owner = OwnerReference {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
-        name: key.name.to_string(),
+        name: key.name().to_string(),
         uid: cm.meta().uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
     };
     let mut secret = Secret::default();
-    secret.metadata.name = Some(key.name.to_string());
+    secret.metadata.name = Some(key.name().to_string());
     secret.metadata.owner_references = Some(vec![owner]);
     secret.data = cm.data.as_ref().map(|d| {
         d.iter()
@@ -48,7 +48,7 @@ async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
         Some(existing) if existing.data != secret.data => {
             secret.metadata.resource_version = existing.metadata.resource_version.clone();
             secrets
-                .replace(&key.name, &PostParams::default(), &secret)
+                .replace(key.name(), &PostParams::default(), &secret)
                 .await?;
         }
         Some(_) => {}

@@ -83,8 +83,8 @@ impl Client {
         if self.cached::<K>() {
             return Ok(self.cache.get::<K>(key).await);
         }
-        let req = request_for::<K>(key.namespace.as_deref())
-            .get(&key.name, &Default::default())
+        let req = request_for::<K>(key.namespace())
+            .get(key.name(), &Default::default())
             .map_err(Error::BuildRequest)?;
         match self.kube().request::<K>(req).await {
             Ok(o) => Ok(Some(Arc::new(o))),
@@ -155,8 +155,8 @@ impl Client {
     /// Replace `obj` (optimistic concurrency on its resourceVersion).
     pub async fn update<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let key = ObjectKey::of(obj);
-        let req = request_for::<K>(key.namespace.as_deref())
-            .replace(&key.name, &PostParams::default(), body(obj)?)
+        let req = request_for::<K>(key.namespace())
+            .replace(key.name(), &PostParams::default(), body(obj)?)
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }
@@ -168,8 +168,8 @@ impl Client {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K, Error> {
-        let req = request_for::<K>(key.namespace.as_deref())
-            .patch(&key.name, params, patch)
+        let req = request_for::<K>(key.namespace())
+            .patch(key.name(), params, patch)
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }
@@ -180,8 +180,8 @@ impl Client {
         key: &ObjectKey,
         params: &DeleteParams,
     ) -> Result<bool, Error> {
-        let req = request_for::<K>(key.namespace.as_deref())
-            .delete(&key.name, params)
+        let req = request_for::<K>(key.namespace())
+            .delete(key.name(), params)
             .map_err(Error::BuildRequest)?;
         match self.kube().request_text(req).await {
             Ok(_) => Ok(true),
@@ -193,8 +193,8 @@ impl Client {
     /// Replace the status of `obj` (the `/status` subresource).
     pub async fn update_status<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let key = ObjectKey::of(obj);
-        let req = request_for::<K>(key.namespace.as_deref())
-            .replace_subresource("status", &key.name, &PostParams::default(), body(obj)?)
+        let req = request_for::<K>(key.namespace())
+            .replace_subresource("status", key.name(), &PostParams::default(), body(obj)?)
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }
@@ -206,16 +206,16 @@ impl Client {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K, Error> {
-        let req = request_for::<K>(key.namespace.as_deref())
-            .patch_subresource("status", &key.name, params, patch)
+        let req = request_for::<K>(key.namespace())
+            .patch_subresource("status", key.name(), params, patch)
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }
 
     /// The `/scale` of the object at `key`.
     pub async fn get_scale<K: CachedKind>(&self, key: &ObjectKey) -> Result<Scale, Error> {
-        let req = request_for::<K>(key.namespace.as_deref())
-            .get_subresource("scale", &key.name)
+        let req = request_for::<K>(key.namespace())
+            .get_subresource("scale", key.name())
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }
@@ -227,8 +227,8 @@ impl Client {
         replicas: i32,
     ) -> Result<Scale, Error> {
         let patch = Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}}));
-        let req = request_for::<K>(key.namespace.as_deref())
-            .patch_subresource("scale", &key.name, &PatchParams::default(), &patch)
+        let req = request_for::<K>(key.namespace())
+            .patch_subresource("scale", key.name(), &PatchParams::default(), &patch)
             .map_err(Error::BuildRequest)?;
         self.kube().request(req).await
     }

@@ -77,14 +77,12 @@ impl EnqueueOwner {
             if group != self.group || r.kind != self.kind {
                 continue;
             }
-            let key = ObjectKey {
-                namespace: if self.owner_namespaced {
-                    meta.namespace.as_deref().map(std::sync::Arc::from)
-                } else {
-                    None
-                },
-                name: std::sync::Arc::from(r.name.as_str()),
+            let namespace = if self.owner_namespaced {
+                meta.namespace.as_deref()
+            } else {
+                None
             };
+            let key = ObjectKey::from_parts(namespace, &r.name);
             if !out.contains(&key) {
                 out.push(key);
             }

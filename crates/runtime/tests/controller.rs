@@ -42,11 +42,11 @@ async fn mirror(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
     };
     let ns = key.namespace().unwrap_or_default().to_string();
     let mut secret = Secret::default();
-    secret.metadata.name = Some(key.name.to_string());
+    secret.metadata.name = Some(key.name().to_string());
     secret.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
-        name: key.name.to_string(),
+        name: key.name().to_string(),
         uid: cm.meta().uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: Some(true),
@@ -64,7 +64,7 @@ async fn mirror(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
         Some(existing) if existing.data != secret.data => {
             secret.metadata.resource_version = existing.metadata.resource_version.clone();
             secrets
-                .replace(&key.name, &PostParams::default(), &secret)
+                .replace(key.name(), &PostParams::default(), &secret)
                 .await?;
         }
         Some(_) => {}
@@ -219,7 +219,7 @@ async fn failing_reconcile_backs_off_exponentially_then_forgets() {
                 let a = a.clone();
                 let rs = rs.clone();
                 async move {
-                    if &*key.name != "flaky" {
+                    if key.name() != "flaky" {
                         return Ok(Action::Done);
                     }
                     rs.lock().expect("retries").push(ctx.retries);
@@ -279,10 +279,10 @@ async fn panicking_reconcile_does_not_kill_the_controller() {
             .build(move |_ctx, key: ObjectKey| {
                 let (s, n) = (s.clone(), n.clone());
                 async move {
-                    if &*key.name == "boom" && n.fetch_add(1, Ordering::SeqCst) == 0 {
+                    if key.name() == "boom" && n.fetch_add(1, Ordering::SeqCst) == 0 {
                         panic!("reconcile exploded");
                     }
-                    s.lock().expect("seen").push(key.name.to_string());
+                    s.lock().expect("seen").push(key.name().to_string());
                     Ok(Action::Done)
                 }
             });
