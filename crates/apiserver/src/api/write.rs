@@ -41,8 +41,7 @@ fn normalise(
     if let Some(k) = &given_kind {
         if k != def.kind || given_version.as_deref().is_some_and(|v| v != api_version) {
             let gv = given_version.unwrap_or_default();
-            let (g, v) = gv.rsplit_once('/').unwrap_or(("", gv.as_str()));
-            let _ = g;
+            let v = gv.rsplit_once('/').map_or(gv.as_str(), |(_, v)| v);
             return Err(ApiError::bad_request(format!(
                 "{k} in version \"{v}\" cannot be handled as a {}: converting ({v}.{k}) to ({}.{}): unknown conversion",
                 def.kind,
@@ -373,7 +372,7 @@ impl Api {
     }
 
     /// Store a new version computed from the current object by `compute` (which
-    /// returns the full new object as the client sent or patched it).
+    /// returns the full new object as the client sent or patched it); answer with it.
     pub(crate) async fn apply_update<F>(
         &self,
         target: &Target,
@@ -381,6 +380,26 @@ impl Api {
         precondition: Option<u64>,
         compute: F,
     ) -> ApiResult<Reply>
+    where
+        F: FnOnce(&Value) -> ApiResult<Value>,
+    {
+        let stored = self
+            .store_update(target, opts, precondition, compute)
+            .await?;
+        Ok(Reply::json_bytes(
+            StatusCode::OK,
+            super::codec::present(target.resource, &stored)?,
+        ))
+    }
+
+    /// The update itself: returns the stored (or, for deletes, the final) object.
+    async fn store_update<F>(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        compute: F,
+    ) -> ApiResult<Arc<StoredObject>>
     where
         F: FnOnce(&Value) -> ApiResult<Value>,
     {
@@ -432,10 +451,7 @@ impl Api {
                 },
             )
             .await?;
-        Ok(Reply::json_bytes(
-            StatusCode::OK,
-            super::codec::present(def, &outcome.object)?,
-        ))
+        Ok(outcome.object)
     }
 
     /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
@@ -456,16 +472,16 @@ impl Api {
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str),
             )?;
-            replicas_cell = Some(scale_replicas(&scale, def, &name)?);
+            replicas_cell = Some(scale_replicas(&scale, &name)?);
         }
-        let reply = self
-            .apply_update(target, opts, precondition, |old| {
+        let stored = self
+            .store_update(target, opts, precondition, |old| {
                 let replicas = match (&patch, replicas_cell) {
                     (_, Some(r)) => r,
                     (Some(p), None) => {
                         let current_scale = super::read::scale_of(old);
                         let patched = p.apply(&current_scale, "io.k8s.api.autoscaling.v1.Scale")?;
-                        scale_replicas(&patched, def, &name)?
+                        scale_replicas(&patched, &name)?
                     }
                     (None, None) => 0,
                 };
@@ -476,10 +492,8 @@ impl Api {
                 Ok(new)
             })
             .await?;
-        // answer with the Scale view of the stored object
-        let stored = self.current(target)?;
-        let v = stored.value()?;
-        let _ = reply;
+        // answer with the Scale view of what was stored
+        let v = super::codec::present_value(def, stored.value()?)?;
         Ok(Reply::json(StatusCode::OK, &super::read::scale_of(&v)))
     }
 
@@ -530,7 +544,7 @@ impl Api {
     }
 }
 
-fn scale_replicas(scale: &Value, def: &ResourceDef, name: &str) -> ApiResult<i64> {
+fn scale_replicas(scale: &Value, name: &str) -> ApiResult<i64> {
     let r = scale
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
@@ -547,7 +561,6 @@ fn scale_replicas(scale: &Value, def: &ResourceDef, name: &str) -> ApiResult<i64
             }],
         ));
     }
-    let _ = def;
     Ok(r)
 }
 
