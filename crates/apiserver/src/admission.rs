@@ -15,6 +15,14 @@ use crate::status::{ApiError, ApiResult, Cause};
 pub fn default_object(def: &ResourceDef, obj: &mut Value, create: bool) {
     if create {
         crate::defaults::apply_defaults(def.group, def.version, def.kind, obj);
+        if def.kind == "Job" {
+            let uid = obj
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            crate::defaults::generate_job_selector(obj, &uid);
+        }
     } else {
         crate::defaults::apply_scheme_defaults(def.group, def.version, def.kind, obj);
     }

@@ -73,9 +73,8 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 /// Set what the server owns on create: uid, creationTimestamp, generation, and clear
 /// what clients may not set (deletion fields), then apply the kind's create rules.
 pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
-    let uid = uuid::Uuid::new_v4().to_string();
     if let Some(m) = meta_mut(obj) {
-        m.insert("uid".into(), json!(uid));
+        m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         m.insert("creationTimestamp".into(), json!(now_rfc3339()));
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
@@ -86,114 +85,11 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
             m.remove("generation");
         }
     }
-    if def.has_status() && def.kind != "Namespace" {
+    // clients do not set status on create; defaulting fills what upstream records
+    // (pod phase and QoS class, namespace phase, service load balancer)
+    if def.has_status() {
         if let Some(o) = obj.as_object_mut() {
             o.insert("status".into(), json!({}));
-        }
-    }
-    match def.kind {
-        "Pod" => prepare_pod_create(obj),
-        "Job" => prepare_job_create(obj, &uid),
-        "Namespace" => {
-            if let Some(o) = obj.as_object_mut() {
-                o.insert("status".into(), json!({"phase": "Active"}));
-            }
-        }
-        "Service" => {
-            if let Some(o) = obj.as_object_mut() {
-                o.insert("status".into(), json!({"loadBalancer": {}}));
-            }
-        }
-        _ => {}
-    }
-}
-
-fn prepare_pod_create(obj: &mut Value) {
-    let qos = pod_qos_class(obj);
-    if let Some(o) = obj.as_object_mut() {
-        o.insert(
-            "status".into(),
-            json!({"phase": "Pending", "qosClass": qos}),
-        );
-    }
-}
-
-/// Pod QoS class from container requests and limits (upstream `GetPodQOS`, simplified to
-/// cpu and memory).
-pub fn pod_qos_class(pod: &Value) -> &'static str {
-    let containers = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .chain(
-            pod.pointer("/spec/initContainers")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten(),
-        );
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in containers {
-        let req = c.pointer("/resources/requests").and_then(Value::as_object);
-        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
-        for res in ["cpu", "memory"] {
-            let r = req.and_then(|m| m.get(res));
-            let l = lim.and_then(|m| m.get(res));
-            if r.is_some() || l.is_some() {
-                any = true;
-            }
-            match (r, l) {
-                (_, None) => guaranteed = false,
-                (Some(r), Some(l)) if r != l => guaranteed = false,
-                _ => {}
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
-fn prepare_job_create(obj: &mut Value, uid: &str) {
-    let name = meta_str(obj, "name").unwrap_or("").to_string();
-    let manual = obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
-    if manual {
-        return;
-    }
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    spec.insert(
-        "selector".into(),
-        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
-    );
-    let template = spec.entry("template").or_insert_with(|| json!({}));
-    if let Some(t) = template.as_object_mut() {
-        let md = t.entry("metadata").or_insert_with(|| json!({}));
-        if let Some(md) = md.as_object_mut() {
-            let labels = md.entry("labels").or_insert_with(|| json!({}));
-            if let Some(l) = labels.as_object_mut() {
-                l.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
-                l.insert("batch.kubernetes.io/job-name".into(), json!(name));
-                l.insert("controller-uid".into(), json!(uid));
-                l.insert("job-name".into(), json!(name));
-            }
-        }
-    }
-    if let Some(md) = meta_mut(obj) {
-        let labels = md.entry("labels").or_insert_with(|| json!({}));
-        if let Some(l) = labels.as_object_mut() {
-            l.entry("batch.kubernetes.io/controller-uid")
-                .or_insert_with(|| json!(uid));
-            l.entry("batch.kubernetes.io/job-name")
-                .or_insert_with(|| json!(name));
-            l.entry("controller-uid").or_insert_with(|| json!(uid));
-            l.entry("job-name").or_insert_with(|| json!(name));
         }
     }
 }
@@ -363,18 +259,6 @@ mod tests {
         let mut changed = json!({"metadata": {}, "spec": {"replicas": 2}});
         prepare_update(def, &old, &mut changed);
         assert_eq!(changed["metadata"]["generation"], 4);
-    }
-
-    #[test]
-    fn qos() {
-        assert_eq!(
-            pod_qos_class(&json!({"spec": {"containers": [{"name": "c"}]}})),
-            "BestEffort"
-        );
-        let g = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]}});
-        assert_eq!(pod_qos_class(&g), "Guaranteed");
-        let b = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
-        assert_eq!(pod_qos_class(&b), "Burstable");
     }
 
     #[test]

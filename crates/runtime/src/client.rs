@@ -78,6 +78,14 @@ impl Client {
         self.cache.client()
     }
 
+    /// Send a built request and decode the answer.
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        req: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<T, Error> {
+        self.kube().request(req.map_err(Error::BuildRequest)?).await
+    }
+
     /// One object, `None` when it does not exist.
     pub async fn get<K: CachedKind>(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Error> {
         if self.cached::<K>() {
@@ -146,19 +154,19 @@ impl Client {
     /// Create `obj` (its namespace is taken from its metadata).
     pub async fn create<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let ns = obj.meta().namespace.clone();
-        let req = request_for::<K>(ns.as_deref())
-            .create(&PostParams::default(), body(obj)?)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(ns.as_deref()).create(&PostParams::default(), body(obj)?))
+            .await
     }
 
     /// Replace `obj` (optimistic concurrency on its resourceVersion).
     pub async fn update<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let key = ObjectKey::of(obj);
-        let req = request_for::<K>(key.namespace())
-            .replace(key.name(), &PostParams::default(), body(obj)?)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).replace(
+            key.name(),
+            &PostParams::default(),
+            body(obj)?,
+        ))
+        .await
     }
 
     /// Patch the object at `key`.
@@ -168,10 +176,8 @@ impl Client {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K, Error> {
-        let req = request_for::<K>(key.namespace())
-            .patch(key.name(), params, patch)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).patch(key.name(), params, patch))
+            .await
     }
 
     /// Delete the object at `key`; `Ok(false)` when it was already gone.
@@ -193,10 +199,13 @@ impl Client {
     /// Replace the status of `obj` (the `/status` subresource).
     pub async fn update_status<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let key = ObjectKey::of(obj);
-        let req = request_for::<K>(key.namespace())
-            .replace_subresource("status", key.name(), &PostParams::default(), body(obj)?)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).replace_subresource(
+            "status",
+            key.name(),
+            &PostParams::default(),
+            body(obj)?,
+        ))
+        .await
     }
 
     /// Patch the status of the object at `key`.
@@ -206,18 +215,19 @@ impl Client {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K, Error> {
-        let req = request_for::<K>(key.namespace())
-            .patch_subresource("status", key.name(), params, patch)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).patch_subresource(
+            "status",
+            key.name(),
+            params,
+            patch,
+        ))
+        .await
     }
 
     /// The `/scale` of the object at `key`.
     pub async fn get_scale<K: CachedKind>(&self, key: &ObjectKey) -> Result<Scale, Error> {
-        let req = request_for::<K>(key.namespace())
-            .get_subresource("scale", key.name())
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).get_subresource("scale", key.name()))
+            .await
     }
 
     /// Set the replicas of the object at `key` through `/scale`.
@@ -227,9 +237,12 @@ impl Client {
         replicas: i32,
     ) -> Result<Scale, Error> {
         let patch = Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}}));
-        let req = request_for::<K>(key.namespace())
-            .patch_subresource("scale", key.name(), &PatchParams::default(), &patch)
-            .map_err(Error::BuildRequest)?;
-        self.kube().request(req).await
+        self.send(request_for::<K>(key.namespace()).patch_subresource(
+            "scale",
+            key.name(),
+            &PatchParams::default(),
+            &patch,
+        ))
+        .await
     }
 }

@@ -288,15 +288,6 @@ impl Api {
         }
         strategy::prepare_create(def, &mut obj);
         admission::default_object(def, &mut obj, true);
-        if def.kind == "Namespace" {
-            let name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
-            if let Some(m) = strategy::meta_mut(&mut obj) {
-                let labels = m.entry("labels").or_insert_with(|| json!({}));
-                if let Some(l) = labels.as_object_mut() {
-                    l.insert("kubernetes.io/metadata.name".into(), json!(name));
-                }
-            }
-        }
         admission::validate_object(def, &obj, None)?;
         let ns = target.namespace.clone();
         let resource = def.storage_key();
