@@ -6,7 +6,8 @@
 //! Run: `cargo bench --bench workqueue` (release build). Environment knobs:
 //! `WQ_ADDS` (1000000), `WQ_KEYS` (100000), `WQ_WORKERS` (8), `WQ_ROUNDS` (3, best kept),
 //! `WQ_PRODUCER` (`thread`: a plain OS thread, as an informer's event delivery; or `task`:
-//! a Tokio task that yields every 256 adds).
+//! a Tokio task that yields every 256 adds), `WQ_KEY` (all key types, or one of `request`,
+//! `objectkey`, `arc`, `u64`).
 //!
 //! Keys are pre-built before timing (the producer moves them in). Three key types are
 //! measured: a controller `Request` with owned `String`s (the queue clones each new key
@@ -182,6 +183,16 @@ fn bench<K>(rt: &tokio::runtime::Runtime, p: &Params, label: &str, make: &dyn Fn
 where
     K: Clone + Eq + Hash + Send + Sync + 'static,
 {
+    if let Ok(only) = std::env::var("WQ_KEY") {
+        let id = label
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_lowercase();
+        if !id.starts_with(&only.to_lowercase()) {
+            return;
+        }
+    }
     let mut best: Option<Figures> = None;
     for _ in 0..p.rounds {
         let f = run_once(rt, p, make);

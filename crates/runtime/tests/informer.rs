@@ -326,6 +326,88 @@ async fn transforms_apply_before_storing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_and_decoded_storage_hold_the_same_objects() {
+    use coxswain_runtime::cache::Storage;
+    let env = envtest::start().await.expect("env");
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("s{i}"), "x"))
+            .await
+            .expect("create");
+    }
+    let cache = Cache::new(env.client.clone(), CancellationToken::new());
+    let compact = cache.informer::<ConfigMap>();
+    let decoded = cache.informer_with::<ConfigMap>(InformerConfig {
+        storage: Storage::Decoded,
+        ..InformerConfig::default()
+    });
+    assert_eq!(cache.informer_count(), 2);
+    compact.wait_for_sync().await;
+    decoded.wait_for_sync().await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    compact.add_handler(move |c| {
+        if let Change::Updated { old, new } = c {
+            log.lock().unwrap().push(format!(
+                "{} {:?}->{:?}",
+                new.metadata.name.as_deref().unwrap_or(""),
+                old.data.as_ref().and_then(|d| d.get("v")),
+                new.data.as_ref().and_then(|d| d.get("v")),
+            ));
+        }
+    });
+    api.patch(
+        "s3",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"data": {"v": "1"}})),
+    )
+    .await
+    .expect("patch");
+    eventually("update delivered", || !seen.lock().unwrap().is_empty()).await;
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [r#"s3 Some("0")->Some("1")"#]
+    );
+    eventually("both stores updated", || {
+        decoded.store().list() == compact.store().list()
+            && compact
+                .store()
+                .get(&ObjectKey::namespaced("default", "s3"))
+                .is_some_and(|c| {
+                    c.data.as_ref().and_then(|d| d.get("v")).map(String::as_str) == Some("1")
+                })
+    })
+    .await;
+    // compact reads decode a private copy each time; decoded reads share one value
+    let key = ObjectKey::namespaced("default", "s1");
+    let (a, b) = (
+        compact.store().get(&key).unwrap(),
+        compact.store().get(&key).unwrap(),
+    );
+    assert!(!Arc::ptr_eq(&a, &b) && a == b);
+    let (a, b) = (
+        decoded.store().get(&key).unwrap(),
+        decoded.store().get(&key).unwrap(),
+    );
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(
+        compact
+            .store()
+            .keys()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        [
+            "default/s0",
+            "default/s1",
+            "default/s2",
+            "default/s3",
+            "default/s4"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_restricted_cache_watches_one_namespace() {
     use k8s_openapi::api::core::v1::Namespace;
     let env = envtest::start().await.expect("env");

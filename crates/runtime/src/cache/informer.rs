@@ -8,6 +8,7 @@
 //! errors. Handlers are called in order, one change at a time, after the store is
 //! updated; a handler added late first sees every cached object as added.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,81 +17,73 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
-use kube::core::PartialObjectMeta;
-use kube::{Api, Resource};
+use kube::Resource;
 use rand::Rng;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::store::{Change, Store};
+use super::store::{Change, Head, Slot, Storage, Store, StoreKey};
 
-/// The LIST and WATCH calls an informer makes: whole objects through [`Api`], or
-/// metadata only through [`MetadataApi`].
-pub trait ListWatch<T: Clone>: Send + Sync + 'static {
+/// A cached object as the server sent it.
+pub type RawObject = Box<RawValue>;
+
+/// The LIST and WATCH calls an informer makes. Objects stay raw JSON here: the informer
+/// reads the few metadata fields it needs and stores the rest as sent.
+pub trait ListWatch: Send + Sync + 'static {
     /// One page of a LIST.
-    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<T>>>;
+    fn list<'a>(&'a self, lp: &'a ListParams)
+        -> BoxFuture<'a, kube::Result<ObjectList<RawObject>>>;
     /// A WATCH from resourceVersion `rv`.
     fn watch<'a>(
         &'a self,
         wp: &'a WatchParams,
         rv: &'a str,
-    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<T>>>>>;
+    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<RawObject>>>>>;
     /// What is listed (for logs).
     fn describe(&self) -> String;
 }
 
-impl<K> ListWatch<K> for Api<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<K>>> {
-        Api::list(self, lp).boxed()
-    }
-
-    fn watch<'a>(
-        &'a self,
-        wp: &'a WatchParams,
-        rv: &'a str,
-    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<K>>>>> {
-        async move { Api::watch(self, wp, rv).await.map(|s| s.boxed()) }.boxed()
-    }
-
-    fn describe(&self) -> String {
-        self.resource_url().to_string()
-    }
-}
-
-/// Lists and watches `K` in one namespace (for caches restricted to a namespace).
-pub struct NamespacedApi<K> {
+/// Lists and watches one resource collection (all namespaces or one) through a
+/// [`kube::Client`], as whole objects or as metadata only (`PartialObjectMetadata`).
+pub struct ResourceApi {
     client: kube::Client,
-    namespace: String,
-    _kind: std::marker::PhantomData<fn() -> K>,
+    request: kube::core::Request,
+    metadata: bool,
 }
 
-impl<K: Resource<DynamicType = ()>> NamespacedApi<K> {
-    /// `K` objects of `namespace` through `client`.
-    pub fn new(client: kube::Client, namespace: &str) -> Self {
-        NamespacedApi {
+impl ResourceApi {
+    /// The collection at `url_path` (`/api/v1/configmaps`, `/apis/apps/v1/namespaces/x/deployments`).
+    pub fn new(client: kube::Client, url_path: String) -> Self {
+        ResourceApi {
             client,
-            namespace: namespace.to_string(),
-            _kind: std::marker::PhantomData,
+            request: kube::core::Request::new(url_path),
+            metadata: false,
         }
     }
 
-    fn request(&self) -> kube::core::Request {
-        kube::core::Request::new(K::url_path(&(), Some(&self.namespace)))
+    /// The same collection, as `PartialObjectMetadata`.
+    pub fn metadata_only(mut self) -> Self {
+        self.metadata = true;
+        self
     }
 }
 
-impl<K> ListWatch<K> for NamespacedApi<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<K>>> {
+impl ListWatch for ResourceApi {
+    fn list<'a>(
+        &'a self,
+        lp: &'a ListParams,
+    ) -> BoxFuture<'a, kube::Result<ObjectList<RawObject>>> {
         async move {
-            let req = self.request().list(lp).map_err(kube::Error::BuildRequest)?;
-            self.client.request::<ObjectList<K>>(req).await
+            let req = if self.metadata {
+                self.request.list_metadata(lp)
+            } else {
+                self.request.list(lp)
+            }
+            .map_err(kube::Error::BuildRequest)?;
+            self.client.request::<ObjectList<RawObject>>(req).await
         }
         .boxed()
     }
@@ -99,14 +92,16 @@ where
         &'a self,
         wp: &'a WatchParams,
         rv: &'a str,
-    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<K>>>>> {
+    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, kube::Result<WatchEvent<RawObject>>>>> {
         async move {
-            let req = self
-                .request()
-                .watch(wp, rv)
-                .map_err(kube::Error::BuildRequest)?;
+            let req = if self.metadata {
+                self.request.watch_metadata(wp, rv)
+            } else {
+                self.request.watch(wp, rv)
+            }
+            .map_err(kube::Error::BuildRequest)?;
             self.client
-                .request_events::<K>(req)
+                .request_events::<RawObject>(req)
                 .await
                 .map(|s| s.boxed())
         }
@@ -114,38 +109,8 @@ where
     }
 
     fn describe(&self) -> String {
-        self.request().url_path.clone()
-    }
-}
-
-/// Lists and watches `K` as metadata only (`PartialObjectMetadata`).
-pub struct MetadataApi<K>(pub Api<K>);
-
-impl<K> ListWatch<PartialObjectMeta<K>> for MetadataApi<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    PartialObjectMeta<K>: DeserializeOwned,
-{
-    fn list<'a>(
-        &'a self,
-        lp: &'a ListParams,
-    ) -> BoxFuture<'a, kube::Result<ObjectList<PartialObjectMeta<K>>>> {
-        self.0.list_metadata(lp).boxed()
-    }
-
-    fn watch<'a>(
-        &'a self,
-        wp: &'a WatchParams,
-        rv: &'a str,
-    ) -> BoxFuture<
-        'a,
-        kube::Result<BoxStream<'static, kube::Result<WatchEvent<PartialObjectMeta<K>>>>>,
-    > {
-        async move { self.0.watch_metadata(wp, rv).await.map(|s| s.boxed()) }.boxed()
-    }
-
-    fn describe(&self) -> String {
-        format!("{} (metadata)", self.0.resource_url())
+        let what = if self.metadata { " (metadata)" } else { "" };
+        format!("{}{what}", self.request.url_path)
     }
 }
 
@@ -166,6 +131,8 @@ pub struct InformerConfig {
     /// Re-deliver every cached object to the handlers as an update (old = new) this often,
     /// with up to 10% jitter (default: never), as client-go's resync period.
     pub resync: Option<Duration>,
+    /// How cached objects are held (default: compact, decoded on read).
+    pub storage: Storage,
 }
 
 impl Default for InformerConfig {
@@ -177,6 +144,7 @@ impl Default for InformerConfig {
             watch_list: true,
             strip_managed_fields: true,
             resync: None,
+            storage: Storage::Compact,
         }
     }
 }
@@ -193,6 +161,8 @@ pub struct Informer<K> {
     synced: watch::Sender<bool>,
     config: InformerConfig,
     transform: Option<Transform<K>>,
+    /// one shared string per namespace for the keys of this informer's objects
+    namespaces: Mutex<HashSet<Arc<str>>>,
 }
 
 /// Why one LIST/WATCH round ended.
@@ -241,9 +211,35 @@ fn refuses_watch_list(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if matches!(s.code, 400 | 403 | 422) )
 }
 
+/// `json` without the member whose value is `value` (a slice of `json`) in the object
+/// that holds it: removes `"key": value` and one adjacent comma.
+fn cut_member(json: &str, value: &RawValue) -> Option<String> {
+    let start = (value.get().as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
+    let end = start + value.get().len();
+    // the key is the last string before the value: `"managedFields"` then spaces and `:`
+    let before = json.get(..start)?.trim_end().strip_suffix(':')?.trim_end();
+    let key_start = before.strip_suffix('"').and_then(|b| b.rfind('"'))?;
+    let head = json[..key_start].trim_end();
+    let tail = json.get(end..)?;
+    Some(match head.strip_suffix(',') {
+        Some(h) => format!("{h}{tail}"),
+        None => {
+            let t = tail.trim_start();
+            format!("{head}{}", t.strip_prefix(',').unwrap_or(t))
+        }
+    })
+}
+
+/// A watch or list object, read for the store.
+struct Ingested<K> {
+    key: StoreKey,
+    resource_version: Option<String>,
+    slot: Slot<K>,
+}
+
 impl<K> Informer<K>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
 {
     /// A new informer (not started) with `config`.
     pub fn new(config: InformerConfig) -> Arc<Self> {
@@ -260,6 +256,7 @@ where
             synced,
             config,
             transform,
+            namespaces: Mutex::new(HashSet::new()),
         })
     }
 
@@ -286,46 +283,134 @@ where
 
     /// Register a handler; it first sees every object already cached as added.
     pub fn add_handler(&self, handler: impl Fn(&Change<K>) + Send + Sync + 'static) {
-        let mut handlers = self.handlers.lock().unwrap_or_else(|e| e.into_inner());
-        self.store.for_each(|o| handler(&Change::Added(o.clone())));
+        let mut handlers = self.lock_handlers();
+        self.store.for_each(|o| handler(&Change::Added(o)));
         handlers.push(Box::new(handler));
     }
 
-    fn dispatch(&self, changes: &[Change<K>]) {
-        let handlers = self.handlers.lock().unwrap_or_else(|e| e.into_inner());
+    fn lock_handlers(&self) -> std::sync::MutexGuard<'_, Vec<Handler<K>>> {
+        self.handlers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn dispatch(handlers: &[Handler<K>], changes: &[Change<K>]) {
         for c in changes {
-            for h in handlers.iter() {
+            for h in handlers {
                 h(c);
             }
         }
     }
 
-    fn prepare(&self, mut obj: K) -> Arc<K> {
-        if self.config.strip_managed_fields {
-            obj.meta_mut().managed_fields = None;
-        }
-        match &self.transform {
-            Some(t) => Arc::new(t(obj)),
-            None => Arc::new(obj),
-        }
+    /// Read one object from the wire: its key, its resourceVersion and what to store
+    /// (managedFields stripped, transform applied). `None` (logged) for an object without
+    /// a name or one that does not decode where decoding is needed.
+    fn ingest(&self, raw: RawObject) -> Option<Ingested<K>> {
+        let head: Head = match serde_json::from_str(raw.get()) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(error = %e, "informer skips an object it cannot read");
+                return None;
+            }
+        };
+        let meta = head.metadata;
+        let name = meta.name.as_deref().filter(|n| !n.is_empty())?;
+        let namespace = meta
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .map(|ns| {
+                let mut set = self.namespaces.lock().unwrap_or_else(|e| e.into_inner());
+                match set.get(ns) {
+                    Some(shared) => shared.clone(),
+                    None => {
+                        let shared: Arc<str> = Arc::from(ns);
+                        set.insert(shared.clone());
+                        shared
+                    }
+                }
+            });
+        let key = StoreKey::new(namespace, name);
+        let resource_version = meta.resource_version.map(|v| v.into_owned());
+        let stripped = match meta.managed_fields {
+            Some(mf) if self.config.strip_managed_fields => cut_member(raw.get(), mf),
+            _ => None,
+        };
+        let raw = match stripped.map(RawValue::from_string) {
+            Some(Ok(r)) => r,
+            _ => raw,
+        };
+        let slot = if self.transform.is_none() && self.config.storage == Storage::Compact {
+            Slot::Wire(raw)
+        } else {
+            let mut obj: K = match serde_json::from_str(raw.get()) {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::warn!(object = %key, error = %e, "informer skips an object that does not decode");
+                    return None;
+                }
+            };
+            if let Some(t) = &self.transform {
+                obj = t(obj);
+            }
+            match self.config.storage {
+                Storage::Decoded => Slot::Object(Arc::new(obj)),
+                Storage::Compact => match serde_json::value::to_raw_value(&obj) {
+                    Ok(r) => Slot::Wire(r),
+                    Err(_) => Slot::Object(Arc::new(obj)),
+                },
+            }
+        };
+        Some(Ingested {
+            key,
+            resource_version,
+            slot,
+        })
     }
 
-    fn apply_event(&self, ev: WatchEvent<K>, rv: &mut String) -> Result<(), RoundEnd> {
+    /// Replace the store's content and tell the handlers what changed.
+    fn replace(&self, items: Vec<(StoreKey, Slot<K>)>) {
+        let handlers = self.lock_handlers();
+        let changes = self.store.replace(items, !handlers.is_empty());
+        Self::dispatch(&handlers, &changes);
+    }
+
+    fn apply_event(&self, ev: WatchEvent<RawObject>, rv: &mut String) -> Result<(), RoundEnd> {
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                if let Some(v) = &o.meta().resource_version {
-                    *rv = v.clone();
+                let Some(item) = self.ingest(o) else {
+                    return Ok(());
+                };
+                if let Some(v) = item.resource_version {
+                    *rv = v;
                 }
-                let change = self.store.apply(self.prepare(o));
-                self.dispatch(&[change]);
+                let handlers = self.lock_handlers();
+                let emit = !handlers.is_empty();
+                let key = item.key.clone();
+                let (new, old) = self.store.apply(item.key, item.slot, emit);
+                if let (true, Some(new)) = (emit, new) {
+                    let change = match old.and_then(|o| o.decode(&key)) {
+                        Some(old) => Change::Updated { old, new },
+                        None => Change::Added(new),
+                    };
+                    Self::dispatch(&handlers, &[change]);
+                }
             }
             WatchEvent::Deleted(o) => {
-                if let Some(v) = &o.meta().resource_version {
-                    *rv = v.clone();
+                let Some(item) = self.ingest(o) else {
+                    return Ok(());
+                };
+                if let Some(v) = item.resource_version {
+                    *rv = v;
                 }
-                let key = crate::object::ObjectKey::of(&o);
-                let last = self.store.delete(&key).unwrap_or_else(|| self.prepare(o));
-                self.dispatch(&[Change::Deleted(last)]);
+                let handlers = self.lock_handlers();
+                let old = self.store.delete(&item.key);
+                if !handlers.is_empty() {
+                    let last = old
+                        .and_then(|s| s.decode(&item.key))
+                        .or_else(|| item.slot.decode(&item.key));
+                    if let Some(last) = last {
+                        Self::dispatch(&handlers, &[Change::Deleted(last)]);
+                    }
+                }
             }
             WatchEvent::Bookmark(b) => *rv = b.metadata.resource_version,
             WatchEvent::Error(s) if s.code == 410 => return Err(RoundEnd::Relist),
@@ -348,7 +433,7 @@ where
     }
 
     /// Paginated LIST; replaces the store. Returns the list's resourceVersion.
-    async fn list(&self, api: &dyn ListWatch<K>) -> Result<String, RoundEnd> {
+    async fn list(&self, api: &dyn ListWatch) -> Result<String, RoundEnd> {
         let mut lp = ListParams::default().limit(self.config.page_size);
         lp.label_selector = self.config.label_selector.clone();
         lp.field_selector = self.config.field_selector.clone();
@@ -369,14 +454,18 @@ where
             if list_rv.is_none() {
                 list_rv = page.metadata.resource_version.clone();
             }
-            items.extend(page.items.into_iter().map(|o| self.prepare(o)));
+            items.extend(
+                page.items
+                    .into_iter()
+                    .filter_map(|o| self.ingest(o))
+                    .map(|i| (i.key, i.slot)),
+            );
             match page.metadata.continue_ {
                 Some(c) if !c.is_empty() => lp.continue_token = Some(c),
                 _ => break,
             }
         }
-        let changes = self.store.replace(items);
-        self.dispatch(&changes);
+        self.replace(items);
         self.synced.send_replace(true);
         Ok(list_rv.unwrap_or_default())
     }
@@ -384,7 +473,7 @@ where
     /// WATCH from `rv` (or a watch-list when `rv` is `None`) until it ends.
     async fn watch(
         &self,
-        api: &dyn ListWatch<K>,
+        api: &dyn ListWatch,
         rv: &mut Option<String>,
         cancel: &CancellationToken,
     ) -> RoundEnd {
@@ -403,7 +492,7 @@ where
         let mut stream = std::pin::pin!(stream);
         let mut current = from;
         // during a watch-list the initial objects are collected, then swapped in at once
-        let mut pending: Option<Vec<Arc<K>>> = initial.then(Vec::new);
+        let mut pending: Option<Vec<(StoreKey, Slot<K>)>> = initial.then(Vec::new);
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return RoundEnd::Resume,
@@ -430,10 +519,13 @@ where
             };
             if let Some(buf) = pending.as_mut() {
                 match ev {
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) => buf.push(self.prepare(o)),
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                        buf.extend(self.ingest(o).map(|i| (i.key, i.slot)))
+                    }
                     WatchEvent::Deleted(o) => {
-                        let key = crate::object::ObjectKey::of(&o);
-                        buf.retain(|x| crate::object::ObjectKey::of(x.as_ref()) != key);
+                        if let Some(gone) = self.ingest(o) {
+                            buf.retain(|(k, _)| *k != gone.key);
+                        }
                     }
                     WatchEvent::Bookmark(b) => {
                         let end = b
@@ -443,9 +535,7 @@ where
                             .is_some_and(|v| v == "true");
                         current = b.metadata.resource_version;
                         if end {
-                            let items = pending.take().unwrap_or_default();
-                            let changes = self.store.replace(items);
-                            self.dispatch(&changes);
+                            self.replace(pending.take().unwrap_or_default());
                             self.synced.send_replace(true);
                             *rv = Some(current.clone());
                         }
@@ -469,14 +559,18 @@ where
 
     /// Deliver every cached object to the handlers as an update with itself.
     pub fn resync(&self) {
+        let handlers = self.lock_handlers();
+        if handlers.is_empty() {
+            return;
+        }
         let mut changes = Vec::new();
         self.store.for_each(|o| {
             changes.push(Change::Updated {
                 old: o.clone(),
-                new: o.clone(),
+                new: o,
             })
         });
-        self.dispatch(&changes);
+        Self::dispatch(&handlers, &changes);
     }
 
     async fn resync_loop(self: Arc<Self>, period: Duration, cancel: CancellationToken) {
@@ -493,14 +587,14 @@ where
     }
 
     /// Run the reflector until `cancel` fires.
-    pub async fn run(self: Arc<Self>, api: impl ListWatch<K>, cancel: CancellationToken) {
+    pub async fn run(self: Arc<Self>, api: impl ListWatch, cancel: CancellationToken) {
         if let Some(period) = self.config.resync.filter(|p| !p.is_zero()) {
             tokio::spawn(self.clone().resync_loop(period, cancel.clone()));
         }
         self.reflect(api, cancel).await;
     }
 
-    async fn reflect(self: Arc<Self>, api: impl ListWatch<K>, cancel: CancellationToken) {
+    async fn reflect(self: Arc<Self>, api: impl ListWatch, cancel: CancellationToken) {
         let kind = api.describe();
         let mut rv: Option<String> = None;
         let mut use_watch_list = self.config.watch_list;
@@ -545,5 +639,51 @@ async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) {
     tokio::select! {
         _ = tokio::time::sleep(d) => {}
         _ = cancel.cancelled() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_member;
+    use serde_json::value::RawValue;
+
+    fn strip(json: &str) -> String {
+        #[derive(serde::Deserialize)]
+        struct M<'a> {
+            #[serde(borrow, rename = "managedFields")]
+            mf: &'a RawValue,
+        }
+        #[derive(serde::Deserialize)]
+        struct T<'a> {
+            #[serde(borrow)]
+            metadata: M<'a>,
+        }
+        let t: T = serde_json::from_str(json).expect("json");
+        let out = cut_member(json, t.metadata.mf).expect("cut");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("still json");
+        assert!(v["metadata"].get("managedFields").is_none());
+        out
+    }
+
+    #[test]
+    fn managed_fields_are_cut_wherever_they_sit() {
+        assert_eq!(
+            strip(
+                r#"{"metadata":{"name":"a","managedFields":[{"x":{"y":"]"}}],"uid":"u"},"data":{}}"#
+            ),
+            r#"{"metadata":{"name":"a","uid":"u"},"data":{}}"#
+        );
+        assert_eq!(
+            strip(r#"{"metadata":{"managedFields":[],"name":"a"}}"#),
+            r#"{"metadata":{"name":"a"}}"#
+        );
+        assert_eq!(
+            strip(r#"{"metadata":{"name":"a","managedFields":[{}]}}"#),
+            r#"{"metadata":{"name":"a"}}"#
+        );
+        assert_eq!(
+            strip("{ \"metadata\" : { \"managedFields\" : [ ] } }"),
+            "{ \"metadata\" : {} }"
+        );
     }
 }

@@ -4,8 +4,8 @@
 //! process: the first user starts it, later users share its store and its single watch
 //! connection. Reads ([`Cache::get`], [`Cache::list`], [`Cache::list_by_index`]) start the
 //! informer on first use, wait for its initial sync and then never touch the network.
-//! Objects are shared as `Arc`, so a cached object is stored once however many
-//! controllers read it.
+//! A cached object is stored once however many controllers read it: by default as its
+//! compact wire JSON, decoded for each read ([`Storage`]).
 
 mod informer;
 mod store;
@@ -17,22 +17,30 @@ use std::sync::{Arc, Mutex};
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::PartialObjectMeta;
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-pub use informer::{Informer, InformerConfig, ListWatch, MetadataApi, NamespacedApi, Transform};
-pub use store::{Change, IndexFn, Store, NAMESPACE_INDEX};
+pub use informer::{Informer, InformerConfig, ListWatch, RawObject, ResourceApi, Transform};
+pub use store::{Change, IndexFn, Storage, Store, NAMESPACE_INDEX};
 
 use crate::object::ObjectKey;
 
 /// Bound for kinds the cache can hold.
 pub trait CachedKind:
-    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static
 {
 }
 impl<K> CachedKind for K where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -89,24 +97,30 @@ impl Cache {
     where
         K::Scope: 'static,
     {
-        match &self.namespace {
-            Some(ns) if crate::handler::is_namespaced::<K>() => self.shared_informer(
-                NamespacedApi::<K>::new(self.client.clone(), ns),
-                String::new(),
-                config,
-            ),
-            _ => self.shared_informer(Api::<K>::all(self.client.clone()), String::new(), config),
-        }
+        let api = ResourceApi::new(self.client.clone(), self.url_of::<K>());
+        self.shared_informer(api, String::new(), config)
+    }
+
+    /// The collection URL of `K` (restricted to the cache's namespace if it has one).
+    fn url_of<K: CachedKind>(&self) -> String
+    where
+        K::Scope: 'static,
+    {
+        let ns = self
+            .namespace
+            .as_deref()
+            .filter(|_| crate::handler::is_namespaced::<K>());
+        K::url_path(&(), ns)
     }
 
     fn shared_informer<K>(
         &self,
-        api: impl ListWatch<K>,
+        api: ResourceApi,
         resource: String,
         config: InformerConfig,
     ) -> Arc<Informer<K>>
     where
-        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
     {
         let id = InformerId {
             kind: TypeId::of::<K>(),
@@ -141,7 +155,7 @@ impl Cache {
         &self,
         config: InformerConfig,
     ) -> Arc<Informer<PartialObjectMeta<K>>> {
-        let api = MetadataApi(Api::<K>::all(self.client.clone()));
+        let api = ResourceApi::new(self.client.clone(), self.url_of::<K>()).metadata_only();
         self.shared_informer(api, String::new(), config)
     }
 
@@ -152,7 +166,8 @@ impl Cache {
         resource: &ApiResource,
         config: InformerConfig,
     ) -> Arc<Informer<DynamicObject>> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        // an ApiResource does not say its scope: dynamic informers watch all namespaces
+        let api = ResourceApi::new(self.client.clone(), DynamicObject::url_path(resource, None));
         let id = format!("{}/{}", resource.api_version, resource.plural);
         self.shared_informer(api, id, config)
     }

@@ -1,34 +1,164 @@
-//! The informer's store: the current objects of one kind, shared as `Arc`, with a
-//! namespace index and user-defined secondary indexes (controller-runtime's
-//! `FieldIndexer`, client-go's `Indexer`).
+//! The informer's store: the current objects of one kind, ordered by key (so a namespace
+//! is a range), with user-defined secondary indexes (controller-runtime's `FieldIndexer`,
+//! client-go's `Indexer`).
+//!
+//! An object is held once, in one of two forms ([`Storage`]): by default as its compact
+//! wire JSON, decoded into a private `Arc<K>` for each read (what controller-runtime's
+//! deep copy on every read costs, at less than half the memory of a decoded object), or
+//! decoded once and shared by every reader.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use kube::Resource;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use crate::object::ObjectKey;
+
+/// The store's own key: the namespace string shared between objects, the name inline.
+/// Smaller than an [`ObjectKey`] (which carries a precomputed hash for queues); ordered
+/// the same way, by namespace then name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct StoreKey {
+    namespace: Option<Arc<str>>,
+    name: Box<str>,
+}
+
+impl StoreKey {
+    pub(crate) fn new(namespace: Option<Arc<str>>, name: &str) -> Self {
+        StoreKey {
+            namespace,
+            name: name.into(),
+        }
+    }
+
+    fn of(key: &ObjectKey) -> Self {
+        StoreKey::new(key.namespace().map(Arc::from), key.name())
+    }
+
+    pub(crate) fn object_key(&self) -> ObjectKey {
+        ObjectKey::from_parts(self.namespace.as_deref(), &self.name)
+    }
+}
+
+impl std::fmt::Display for StoreKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
 
 /// Computes the index values of an object (empty: not indexed).
 pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
-/// Name of the built-in namespace index.
+/// Name of the built-in namespace index (served from the key order, no extra memory).
 pub const NAMESPACE_INDEX: &str = "namespace";
 
-struct Index<K> {
-    func: IndexFn<K>,
-    values: HashMap<String, HashSet<ObjectKey>>,
+/// How a store holds its objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// As the JSON the server sent (managedFields stripped, transforms applied), decoded
+    /// on each read: about 1.2x the object's JSON size in memory. The default.
+    #[default]
+    Compact,
+    /// Decoded once and shared as `Arc` by every reader: reads cost nothing, memory is
+    /// that of the Rust value (2 to 3 times the JSON size for typical objects).
+    Decoded,
 }
 
-impl<K> Index<K> {
-    fn add(&mut self, key: &ObjectKey, obj: &K) {
-        for v in (self.func)(obj) {
-            self.values.entry(v).or_default().insert(key.clone());
+/// One cached object.
+pub(crate) enum Slot<K> {
+    /// Wire JSON, decoded on read.
+    Wire(Box<RawValue>),
+    /// Decoded, shared.
+    Object(Arc<K>),
+}
+
+/// The parts of `metadata` the cache needs, read without decoding the object.
+#[derive(serde::Deserialize)]
+pub(crate) struct Head<'a> {
+    #[serde(borrow, default)]
+    pub metadata: MetaHead<'a>,
+}
+
+/// See [`Head`].
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct MetaHead<'a> {
+    #[serde(borrow, default)]
+    pub name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub namespace: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "resourceVersion")]
+    pub resource_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default, rename = "managedFields")]
+    pub managed_fields: Option<&'a RawValue>,
+}
+
+impl<K: Resource + DeserializeOwned> Slot<K> {
+    /// The object, decoded if need be (`None`, logged, if it does not decode as `K`).
+    pub(crate) fn decode(&self, key: &impl std::fmt::Display) -> Option<Arc<K>> {
+        match self {
+            Slot::Object(o) => Some(o.clone()),
+            Slot::Wire(raw) => match serde_json::from_str(raw.get()) {
+                Ok(o) => Some(Arc::new(o)),
+                Err(e) => {
+                    tracing::warn!(
+                        object = %key,
+                        kind = std::any::type_name::<K>(),
+                        error = %e,
+                        "cached object does not decode; skipped"
+                    );
+                    None
+                }
+            },
         }
     }
 
-    fn remove(&mut self, key: &ObjectKey, obj: &K) {
-        for v in (self.func)(obj) {
+    fn resource_version(&self) -> Option<String> {
+        match self {
+            Slot::Object(o) => o.meta().resource_version.clone(),
+            Slot::Wire(raw) => serde_json::from_str::<Head>(raw.get())
+                .ok()
+                .and_then(|h| h.metadata.resource_version.map(|v| v.into_owned())),
+        }
+    }
+}
+
+struct Index<K> {
+    func: IndexFn<K>,
+    values: HashMap<String, HashSet<StoreKey>>,
+    /// the values each object is indexed under (so removal needs no decode)
+    of: HashMap<StoreKey, Vec<String>>,
+}
+
+impl<K> Index<K> {
+    fn new(func: IndexFn<K>) -> Self {
+        Index {
+            func,
+            values: HashMap::new(),
+            of: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, key: &StoreKey, obj: &K) {
+        let vals = (self.func)(obj);
+        if vals.is_empty() {
+            return;
+        }
+        for v in &vals {
+            self.values
+                .entry(v.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.of.insert(key.clone(), vals);
+    }
+
+    fn remove(&mut self, key: &StoreKey) {
+        for v in self.of.remove(key).unwrap_or_default() {
             if let Some(set) = self.values.get_mut(&v) {
                 set.remove(key);
                 if set.is_empty() {
@@ -37,10 +167,15 @@ impl<K> Index<K> {
             }
         }
     }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.of.clear();
+    }
 }
 
 struct Inner<K> {
-    objects: HashMap<ObjectKey, Arc<K>>,
+    objects: BTreeMap<StoreKey, Slot<K>>,
     indexes: HashMap<String, Index<K>>,
 }
 
@@ -78,27 +213,18 @@ impl<K> Clone for Change<K> {
     }
 }
 
-impl<K: Resource> Default for Store<K> {
+impl<K> Default for Store<K> {
     fn default() -> Self {
-        let mut indexes = HashMap::new();
-        let ns_fn: IndexFn<K> = Arc::new(|o: &K| o.meta().namespace.clone().into_iter().collect());
-        indexes.insert(
-            NAMESPACE_INDEX.to_string(),
-            Index {
-                func: ns_fn,
-                values: HashMap::new(),
-            },
-        );
         Store {
             inner: RwLock::new(Inner {
-                objects: HashMap::new(),
-                indexes,
+                objects: BTreeMap::new(),
+                indexes: HashMap::new(),
             }),
         }
     }
 }
 
-impl<K: Resource> Store<K> {
+impl<K: Resource + DeserializeOwned> Store<K> {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner<K>> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -110,117 +236,168 @@ impl<K: Resource> Store<K> {
     /// Add a secondary index; existing objects are indexed at once.
     pub fn add_index(&self, name: &str, func: IndexFn<K>) {
         let mut inner = self.write();
-        let mut index = Index {
-            func,
-            values: HashMap::new(),
-        };
-        for (k, o) in &inner.objects {
-            index.add(k, o);
+        let mut index = Index::new(func);
+        for (k, slot) in &inner.objects {
+            if let Some(o) = slot.decode(k) {
+                index.add(k, &o);
+            }
         }
         inner.indexes.insert(name.to_string(), index);
     }
 
-    /// Whether an index of that name exists.
+    /// Whether an index of that name exists (the namespace index always does).
     pub fn has_index(&self, name: &str) -> bool {
-        self.read().indexes.contains_key(name)
+        name == NAMESPACE_INDEX || self.read().indexes.contains_key(name)
     }
 
-    /// Insert or replace an object; returns the change.
-    pub fn apply(&self, obj: Arc<K>) -> Change<K> {
-        let key = ObjectKey::of(obj.as_ref());
+    /// Insert or replace an object. Returns the new object decoded when `want_new` (or
+    /// when indexes needed it) and the slot it replaced.
+    pub(crate) fn apply(
+        &self,
+        key: StoreKey,
+        slot: Slot<K>,
+        want_new: bool,
+    ) -> (Option<Arc<K>>, Option<Slot<K>>) {
         let mut inner = self.write();
         let Inner { objects, indexes } = &mut *inner;
-        let old = objects.insert(key.clone(), obj.clone());
+        let new = (want_new || !indexes.is_empty())
+            .then(|| slot.decode(&key))
+            .flatten();
         for idx in indexes.values_mut() {
-            if let Some(o) = &old {
-                idx.remove(&key, o);
+            idx.remove(&key);
+            if let Some(o) = &new {
+                idx.add(&key, o);
             }
-            idx.add(&key, &obj);
         }
-        match old {
-            Some(old) => Change::Updated { old, new: obj },
-            None => Change::Added(obj),
-        }
+        let old = objects.insert(key, slot);
+        (new, old)
     }
 
-    /// Remove an object; returns its last state if it was present.
-    pub fn delete(&self, key: &ObjectKey) -> Option<Arc<K>> {
+    /// Remove an object; returns its slot if it was present.
+    pub(crate) fn delete(&self, key: &StoreKey) -> Option<Slot<K>> {
         let mut inner = self.write();
         let Inner { objects, indexes } = &mut *inner;
         let old = objects.remove(key)?;
         for idx in indexes.values_mut() {
-            idx.remove(key, &old);
+            idx.remove(key);
         }
         Some(old)
     }
 
-    /// Replace the whole content (after a relist); returns the changes that turn the old
-    /// content into the new one (deletions for objects that vanished, updates only for
-    /// objects whose resourceVersion changed).
-    pub fn replace(&self, objects: Vec<Arc<K>>) -> Vec<Change<K>> {
-        let mut changes = Vec::new();
-        let mut fresh: HashMap<ObjectKey, Arc<K>> = HashMap::with_capacity(objects.len());
-        for o in objects {
-            fresh.insert(ObjectKey::of(o.as_ref()), o);
-        }
+    /// Replace the whole content (after a list). With `emit`, returns the changes that
+    /// turn the old content into the new one (deletions for objects that vanished,
+    /// updates only for objects whose resourceVersion changed). When a key repeats in
+    /// `items`, the last one wins.
+    pub(crate) fn replace(
+        &self,
+        mut items: Vec<(StoreKey, Slot<K>)>,
+        emit: bool,
+    ) -> Vec<Change<K>> {
+        // stable sort + keep the last of equal keys
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        items.reverse();
+        items.dedup_by(|later, earlier| later.0 == earlier.0);
+        items.reverse();
         let mut inner = self.write();
+        let old = std::mem::take(&mut inner.objects);
+        let mut changes = Vec::new();
+        if emit {
+            let mut old_iter = old.iter().peekable();
+            for (k, slot) in &items {
+                while let Some((ok, oslot)) = old_iter.next_if(|(ok, _)| *ok < k) {
+                    changes.extend(oslot.decode(ok).map(Change::Deleted));
+                }
+                match old_iter.next_if(|(ok, _)| *ok == k) {
+                    None => changes.extend(slot.decode(k).map(Change::Added)),
+                    Some((_, oslot)) => {
+                        if oslot.resource_version() != slot.resource_version() {
+                            if let (Some(old), Some(new)) = (oslot.decode(k), slot.decode(k)) {
+                                changes.push(Change::Updated { old, new });
+                            }
+                        }
+                    }
+                }
+            }
+            for (ok, oslot) in old_iter {
+                changes.extend(oslot.decode(ok).map(Change::Deleted));
+            }
+        }
+        drop(old);
+        // a sorted input builds full B-tree nodes
+        inner.objects = items.into_iter().collect();
         let Inner { objects, indexes } = &mut *inner;
-        for (k, old) in objects.iter() {
-            match fresh.get(k) {
-                None => changes.push(Change::Deleted(old.clone())),
-                Some(new) if new.meta().resource_version != old.meta().resource_version => changes
-                    .push(Change::Updated {
-                        old: old.clone(),
-                        new: new.clone(),
-                    }),
-                Some(_) => {}
-            }
-        }
-        for (k, new) in fresh.iter() {
-            if !objects.contains_key(k) {
-                changes.push(Change::Added(new.clone()));
-            }
-        }
         for idx in indexes.values_mut() {
-            idx.values.clear();
-            for (k, o) in &fresh {
-                idx.add(k, o);
+            idx.clear();
+            for (k, slot) in objects.iter() {
+                if let Some(o) = slot.decode(k) {
+                    idx.add(k, &o);
+                }
             }
         }
-        *objects = fresh;
         changes
     }
 
     /// One object.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.read().objects.get(key).cloned()
+        let key = StoreKey::of(key);
+        let inner = self.read();
+        inner.objects.get(&key).and_then(|s| s.decode(&key))
     }
 
-    /// Every object.
+    /// Whether an object with that key is cached (no decode).
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.read().objects.contains_key(&StoreKey::of(key))
+    }
+
+    /// The keys of every object, in order (no decode).
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.read()
+            .objects
+            .keys()
+            .map(StoreKey::object_key)
+            .collect()
+    }
+
+    /// Every object, ordered by namespace and name.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.read().objects.values().cloned().collect()
+        let inner = self.read();
+        inner
+            .objects
+            .iter()
+            .filter_map(|(k, s)| s.decode(k))
+            .collect()
     }
 
     /// Objects whose index `index` has `value`; `None` when there is no such index.
     pub fn by_index(&self, index: &str, value: &str) -> Option<Vec<Arc<K>>> {
+        if index == NAMESPACE_INDEX {
+            return Some(self.list_namespace(value));
+        }
         let inner = self.read();
         let idx = inner.indexes.get(index)?;
+        let mut keys: Vec<&StoreKey> = idx
+            .values
+            .get(value)
+            .map(|keys| keys.iter().collect())
+            .unwrap_or_default();
+        keys.sort();
         Some(
-            idx.values
-                .get(value)
-                .map(|keys| {
-                    keys.iter()
-                        .filter_map(|k| inner.objects.get(k).cloned())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            keys.into_iter()
+                .filter_map(|k| inner.objects.get(k).and_then(|s| s.decode(k)))
+                .collect(),
         )
     }
 
-    /// Objects of one namespace.
+    /// Objects of one namespace, ordered by name.
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
-        self.by_index(NAMESPACE_INDEX, namespace)
-            .unwrap_or_default()
+        let inner = self.read();
+        let from = StoreKey::new(Some(Arc::from(namespace)), "");
+        inner
+            .objects
+            .range(from..)
+            .take_while(|(k, _)| k.namespace.as_deref() == Some(namespace))
+            .filter_map(|(k, s)| s.decode(k))
+            .collect()
     }
 
     /// Number of objects.
@@ -233,10 +410,13 @@ impl<K: Resource> Store<K> {
         self.len() == 0
     }
 
-    /// Visit every object under the read lock (for handlers registered late).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&Arc<K>)) {
-        for o in self.read().objects.values() {
-            f(o);
+    /// Visit every object, decoded, under the read lock (for handlers registered late
+    /// and resyncs).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(Arc<K>)) {
+        for (k, s) in self.read().objects.iter() {
+            if let Some(o) = s.decode(k) {
+                f(o);
+            }
         }
     }
 }
@@ -247,13 +427,22 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use std::collections::BTreeMap;
 
-    fn cm(ns: &str, name: &str, rv: &str, app: &str) -> Arc<ConfigMap> {
+    fn key(ns: &str, name: &str) -> StoreKey {
+        StoreKey::of(&ObjectKey::namespaced(ns, name))
+    }
+
+    fn cm(ns: &str, name: &str, rv: &str, app: &str) -> (StoreKey, Slot<ConfigMap>) {
         let mut c = ConfigMap::default();
         c.metadata.namespace = Some(ns.into());
         c.metadata.name = Some(name.into());
         c.metadata.resource_version = Some(rv.into());
         c.metadata.labels = Some(BTreeMap::from([("app".to_string(), app.to_string())]));
-        Arc::new(c)
+        let raw = serde_json::value::to_raw_value(&c).expect("encodes");
+        (key(ns, name), Slot::Wire(raw))
+    }
+
+    fn put(s: &Store<ConfigMap>, (k, slot): (StoreKey, Slot<ConfigMap>)) -> bool {
+        s.apply(k, slot, false).1.is_some()
     }
 
     fn app_index() -> IndexFn<ConfigMap> {
@@ -267,63 +456,110 @@ mod tests {
         })
     }
 
+    fn names(v: Vec<Arc<ConfigMap>>) -> Vec<String> {
+        v.iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default())
+            .collect()
+    }
+
     #[test]
     fn indexes_follow_updates_and_deletes() {
         let s: Store<ConfigMap> = Store::default();
         s.add_index("app", app_index());
-        assert!(matches!(
-            s.apply(cm("a", "x", "1", "web")),
-            Change::Added(_)
-        ));
-        s.apply(cm("a", "y", "2", "web"));
-        s.apply(cm("b", "z", "3", "db"));
-        assert_eq!(s.by_index("app", "web").map(|v| v.len()), Some(2));
-        assert!(matches!(
-            s.apply(cm("a", "x", "4", "db")),
-            Change::Updated { .. }
-        ));
-        assert_eq!(s.by_index("app", "web").map(|v| v.len()), Some(1));
+        assert!(!put(&s, cm("a", "x", "1", "web")));
+        put(&s, cm("a", "y", "2", "web"));
+        put(&s, cm("b", "z", "3", "db"));
+        assert_eq!(
+            s.by_index("app", "web").map(names),
+            Some(vec!["x".into(), "y".into()])
+        );
+        assert!(put(&s, cm("a", "x", "4", "db")));
+        assert_eq!(s.by_index("app", "web").map(names), Some(vec!["y".into()]));
         assert_eq!(s.by_index("app", "db").map(|v| v.len()), Some(2));
-        assert_eq!(s.list_namespace("a").len(), 2);
-        assert!(s.delete(&ObjectKey::namespaced("a", "y")).is_some());
+        assert_eq!(names(s.list_namespace("a")), ["x", "y"]);
+        assert_eq!(names(s.list_namespace("b")), ["z"]);
+        assert!(s.list_namespace("").is_empty());
+        assert_eq!(
+            s.by_index(NAMESPACE_INDEX, "b").map(names),
+            Some(vec!["z".into()])
+        );
+        assert!(s.delete(&key("a", "y")).is_some());
         assert_eq!(s.by_index("app", "web").map(|v| v.len()), Some(0));
         assert!(s.by_index("nope", "x").is_none());
+        assert_eq!(
+            s.get(&ObjectKey::namespaced("a", "x"))
+                .and_then(|c| c.metadata.resource_version.clone()),
+            Some("4".into())
+        );
+    }
+
+    #[test]
+    fn namespace_ranges_do_not_bleed_into_neighbours() {
+        let s: Store<ConfigMap> = Store::default();
+        for (ns, name) in [("a", "z"), ("ab", "a"), ("b", "a"), ("a", "a")] {
+            put(&s, cm(ns, name, "1", "x"));
+        }
+        assert_eq!(names(s.list_namespace("a")), ["a", "z"]);
+        assert_eq!(names(s.list_namespace("ab")), ["a"]);
+        assert_eq!(s.keys().len(), 4);
     }
 
     #[test]
     fn late_index_covers_existing_objects() {
         let s: Store<ConfigMap> = Store::default();
-        s.apply(cm("a", "x", "1", "web"));
+        put(&s, cm("a", "x", "1", "web"));
         s.add_index("app", app_index());
         assert_eq!(s.by_index("app", "web").map(|v| v.len()), Some(1));
     }
 
     #[test]
+    fn undecodable_objects_are_skipped_on_read() {
+        let s: Store<ConfigMap> = Store::default();
+        let bad =
+            RawValue::from_string(r#"{"metadata":{"name":"x","namespace":"a"},"data":7}"#.into())
+                .expect("json");
+        s.apply(key("a", "x"), Slot::Wire(bad), false);
+        assert!(s.contains(&ObjectKey::namespaced("a", "x")));
+        assert!(s.get(&ObjectKey::namespaced("a", "x")).is_none());
+        assert!(s.list().is_empty());
+    }
+
+    #[test]
     fn replace_reports_exact_changes() {
         let s: Store<ConfigMap> = Store::default();
-        s.apply(cm("a", "keep", "1", "x"));
-        s.apply(cm("a", "change", "1", "x"));
-        s.apply(cm("a", "gone", "1", "x"));
-        let changes = s.replace(vec![
-            cm("a", "keep", "1", "x"),
-            cm("a", "change", "2", "x"),
-            cm("a", "new", "3", "x"),
-        ]);
+        s.add_index("app", app_index());
+        put(&s, cm("a", "keep", "1", "x"));
+        put(&s, cm("a", "change", "1", "x"));
+        put(&s, cm("a", "gone", "1", "x"));
+        let changes = s.replace(
+            vec![
+                cm("a", "new", "3", "y"),
+                cm("a", "keep", "1", "x"),
+                cm("a", "change", "9", "x"),
+                cm("a", "change", "2", "x"),
+            ],
+            true,
+        );
         let mut kinds: Vec<String> = changes
             .iter()
             .map(|c| match c {
                 Change::Added(o) => format!("add {}", o.metadata.name.as_deref().unwrap_or("")),
-                Change::Updated { new, .. } => {
-                    format!("update {}", new.metadata.name.as_deref().unwrap_or(""))
-                }
+                Change::Updated { new, .. } => format!(
+                    "update {} {}",
+                    new.metadata.name.as_deref().unwrap_or(""),
+                    new.metadata.resource_version.as_deref().unwrap_or("")
+                ),
                 Change::Deleted(o) => {
                     format!("delete {}", o.metadata.name.as_deref().unwrap_or(""))
                 }
             })
             .collect();
         kinds.sort();
-        assert_eq!(kinds, vec!["add new", "delete gone", "update change"]);
+        assert_eq!(kinds, vec!["add new", "delete gone", "update change 2"]);
         assert_eq!(s.len(), 3);
-        assert_eq!(s.list_namespace("a").len(), 3);
+        assert_eq!(names(s.list_namespace("a")), ["change", "keep", "new"]);
+        assert_eq!(s.by_index("app", "y").map(names), Some(vec!["new".into()]));
+        assert!(s.replace(Vec::new(), false).is_empty());
+        assert!(s.is_empty());
     }
 }

@@ -56,6 +56,7 @@
 //! # }
 //! ```
 
+mod fifo;
 pub mod metrics;
 mod queue;
 pub mod rate_limiter;

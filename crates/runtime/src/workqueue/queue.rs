@@ -3,15 +3,16 @@
 //! The state sits behind one [`std::sync::Mutex`] (the design of client-go's `Typed` queue,
 //! whose `sync.Cond` becomes [`tokio::sync::Notify`] here so that workers are async tasks):
 //!
-//! - `index` maps each key the queue knows to a slot of `items`, which holds its flags:
-//!   *dirty* (waiting to be handed out) and *processing* (handed out, `done` not yet
-//!   called). A key is in `index` iff it is dirty or processing, so an add of a key that is
-//!   already dirty is folded into it, and a key that is re-added while it is processing
-//!   stays out of `queue` until its `done`;
-//! - `queue` holds the dirty keys that are not processing, in FIFO order, with their slot
-//!   (so handing a key out needs no hash lookup); the key is moved out of it to the worker,
-//!   and `index` keeps its own copy (one clone per add that makes a key dirty, none when the
-//!   add is folded);
+//! - `slots` holds each key the queue knows with its hash and flags: *dirty* (waiting to
+//!   be handed out) and *processing* (handed out, `done` not yet called). A key has a slot
+//!   iff it is dirty or processing, so an add of a key that is already dirty is folded into
+//!   it, and a key that is re-added while it is processing stays out of `queue` until its
+//!   `done`. Freed slots are reused last-freed first, so the live ones stay in cache;
+//! - `index` finds a key's slot by hash: a table of 4-byte slot numbers (the keys stay in
+//!   `slots`), small enough to stay cached with 100,000 keys where a map holding the keys
+//!   themselves missed the cache on most lookups;
+//! - `queue` holds the slots of the dirty keys that are not processing, in FIFO order (so
+//!   handing a key out needs no hash lookup; the worker gets a clone of the key);
 //! - `delayed` is a min-heap of `(ready_at, key)` for `add_after`, with `waiting` mapping
 //!   each delayed key to its live heap entry, so that a shorter delay for a key already
 //!   waiting replaces the longer one (upstream's `waitingForQueue` / `insert`) and the
@@ -43,13 +44,15 @@
 use std::cmp::Ordering;
 use std::collections::binary_heap::PeekMut;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
 
 /// Key hashing for the queue's maps: foldhash (fast, seeded per process) instead of
 /// SipHash, which dominated the add/get profile with string keys.
 type FastHash = foldhash::fast::RandomState;
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::HashTable;
 use std::pin::pin;
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -58,6 +61,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
+use super::fifo::Fifo;
 use super::metrics::{QueueMetrics, UnfinishedWork};
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 
@@ -167,13 +171,25 @@ impl<K> fmt::Debug for RateLimitedQueue<K> {
 /// A key added but not yet applied to the state, with its add time (metrics only).
 type Pending<K> = (K, Option<Instant>);
 
+/// Keeps what producers write (the inbox) and what workers write (the state lock, the
+/// idle count) on separate cache lines.
+#[repr(align(128))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 struct Inner<K> {
     name: String,
-    state: Mutex<State<K>>,
+    state: CacheLine<Mutex<State<K>>>,
     /// Keys added since the state lock was last taken, in add order.
-    inbox: Mutex<Vec<Pending<K>>>,
+    inbox: CacheLine<Mutex<Vec<Pending<K>>>>,
     /// `inbox.len()`, written under the inbox lock; read without it.
-    inbox_len: AtomicUsize,
+    inbox_len: CacheLine<AtomicUsize>,
     /// Parked getters that no waker has claimed yet (may over-count, never under-counts).
     idle: AtomicUsize,
     /// Mirrors `State::shutting_down`, for `add` (which does not take the state lock).
@@ -235,16 +251,24 @@ impl<K> Ord for Delayed<K> {
     }
 }
 
+/// A key the queue knows (dirty or processing), or a free slot (`key` is `None`).
+struct Known<K> {
+    key: Option<K>,
+    hash: u64,
+    item: Item,
+}
+
 struct State<K> {
-    /// Dirty keys not processing, FIFO, with their slot in `items`.
-    queue: VecDeque<(usize, K)>,
-    /// Each known key's slot in `items`.
-    index: HashMap<K, usize, FastHash>,
-    /// Per-key flags, by slot; slots listed in `free` are unused.
-    items: Vec<Item>,
-    /// Per-key times, by slot (same length as `items`).
+    /// Slots of the dirty keys not processing, FIFO.
+    queue: Fifo<u32>,
+    /// The slot of each known key, by key hash.
+    index: HashTable<u32>,
+    hasher: FastHash,
+    /// The known keys, by slot; slots listed in `free` are unused.
+    slots: Vec<Known<K>>,
+    /// Per-key times, by slot (same length as `slots`).
     times: Vec<Times>,
-    free: Vec<usize>,
+    free: Vec<u32>,
     /// Number of items with `processing` set.
     processing: usize,
     delayed: BinaryHeap<Delayed<K>>,
@@ -383,9 +407,10 @@ impl<K: QueueKey> Inner<K> {
 impl<K: QueueKey> State<K> {
     fn new() -> Self {
         Self {
-            queue: VecDeque::new(),
-            index: HashMap::default(),
-            items: Vec::new(),
+            queue: Fifo::default(),
+            index: HashTable::new(),
+            hasher: FastHash::default(),
+            slots: Vec::new(),
             times: Vec::new(),
             free: Vec::new(),
             processing: 0,
@@ -400,49 +425,61 @@ impl<K: QueueKey> State<K> {
         }
     }
 
+    /// The slot of `key`, if the queue knows it.
+    fn find(&self, hash: u64, key: &K) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(hash, |&s| {
+                let known = &slots[s as usize];
+                known.hash == hash && known.key.as_ref() == Some(key)
+            })
+            .copied()
+    }
+
     fn add(&mut self, key: K, now: Option<Instant>) -> Added {
-        match self.index.entry(key) {
-            Entry::Occupied(entry) => {
-                let slot = *entry.get();
-                let item = &mut self.items[slot];
-                if item.dirty {
-                    return Added::Folded;
-                }
-                // Not dirty, so processing: `done` will queue it again.
-                item.dirty = true;
-                if now.is_some() {
-                    self.times[slot].dirtied_at = now;
-                }
-                Added::Dirtied
+        let hash = self.hasher.hash_one(&key);
+        if let Some(slot) = self.find(hash, &key) {
+            let item = &mut self.slots[slot as usize].item;
+            if item.dirty {
+                return Added::Folded;
             }
-            Entry::Vacant(entry) => {
-                let key = entry.key().clone();
-                let item = Item {
-                    dirty: true,
-                    processing: false,
-                };
-                let slot = match self.free.pop() {
-                    Some(slot) => {
-                        self.items[slot] = item;
-                        slot
-                    }
-                    None => {
-                        self.items.push(item);
-                        self.times.push(Times::default());
-                        self.items.len() - 1
-                    }
-                };
-                if now.is_some() {
-                    self.times[slot] = Times {
-                        dirtied_at: now,
-                        started_at: None,
-                    };
-                }
-                entry.insert(slot);
-                self.queue.push_back((slot, key));
-                Added::Queued
+            // Not dirty, so processing: `done` will queue it again.
+            item.dirty = true;
+            if now.is_some() {
+                self.times[slot as usize].dirtied_at = now;
             }
+            return Added::Dirtied;
         }
+        let known = Known {
+            key: Some(key),
+            hash,
+            item: Item {
+                dirty: true,
+                processing: false,
+            },
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = known;
+                slot
+            }
+            None => {
+                self.slots.push(known);
+                self.times.push(Times::default());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if now.is_some() {
+            self.times[slot as usize] = Times {
+                dirtied_at: now,
+                started_at: None,
+            };
+        }
+        let slots = &self.slots;
+        self.index
+            .insert_unique(hash, slot, |&s| slots[s as usize].hash);
+        self.queue.push_back(slot);
+        Added::Queued
     }
 
     /// Moves the delayed keys due at `now` into the queue; returns how many were queued.
@@ -486,16 +523,22 @@ impl<K: QueueKey> State<K> {
 
     /// Hands the first queued key to a worker.
     fn pop(&mut self, now: Option<Instant>) -> Option<(K, Option<Duration>)> {
-        while let Some((slot, key)) = self.queue.pop_front() {
-            let Some(item) = self.items.get_mut(slot) else {
-                debug_assert!(false, "queued key without an item");
+        while let Some(slot) = self.queue.pop_front() {
+            let Some(Known {
+                key: Some(key),
+                item,
+                ..
+            }) = self.slots.get_mut(slot as usize)
+            else {
+                debug_assert!(false, "queued slot without a key");
                 continue;
             };
+            let key = key.clone();
             item.dirty = false;
             item.processing = true;
             let waited = match now {
                 Some(now) => {
-                    let times = &mut self.times[slot];
+                    let times = &mut self.times[slot as usize];
                     times.started_at = Some(now);
                     times
                         .dirtied_at
@@ -552,17 +595,18 @@ impl<K: QueueKey> State<K> {
         }
         self.queue.clear();
         let mut dropped = 0;
-        let (items, free) = (&mut self.items, &mut self.free);
-        self.index.retain(|_, &mut slot| {
-            let item = &mut items[slot];
-            if item.dirty {
+        let (slots, free) = (&mut self.slots, &mut self.free);
+        self.index.retain(|&mut slot| {
+            let known = &mut slots[slot as usize];
+            if known.item.dirty {
                 dropped += 1;
-                item.dirty = false;
+                known.item.dirty = false;
             }
-            if !item.processing {
+            if !known.item.processing {
+                known.key = None;
                 free.push(slot);
             }
-            item.processing
+            known.item.processing
         });
         dropped
     }
@@ -638,9 +682,9 @@ impl<K: QueueKey> RateLimitedQueue<K> {
         Self {
             inner: Arc::new(Inner {
                 name: config.name,
-                state: Mutex::new(State::new()),
-                inbox: Mutex::new(Vec::new()),
-                inbox_len: AtomicUsize::new(0),
+                state: CacheLine(Mutex::new(State::new())),
+                inbox: CacheLine(Mutex::new(Vec::new())),
+                inbox_len: CacheLine(AtomicUsize::new(0)),
                 idle: AtomicUsize::new(0),
                 closed: AtomicBool::new(false),
                 ready: Notify::new(),
@@ -671,16 +715,16 @@ impl<K: QueueKey> RateLimitedQueue<K> {
             let mut inbox = inner.lock_inbox();
             inbox.push((key, stamp));
             let len = inbox.len();
-            inner.inbox_len.store(len, Atomic::SeqCst);
+            inner.inbox_len.store(len, Atomic::Release);
             len
         };
-        // Pairs with the fence in `get`: either this sees its `idle` count or it sees the
-        // inbox non-empty.
-        fence(Atomic::SeqCst);
         let mut fx = Effects::default();
         if len == 1 {
             // The inbox was empty: wake a parked getter to apply it. Later adds to a
-            // non-empty inbox leave it to whoever applies it (see `apply_inbox`).
+            // non-empty inbox leave it to whoever applies it (see `apply_inbox`), so only
+            // this add needs the fence. Pairs with the fence in `get`: either this sees its
+            // `idle` count or it sees the inbox non-empty.
+            fence(Atomic::SeqCst);
             inner.wake_for_push(&mut fx);
         }
         if len >= INBOX_FLUSH {
@@ -866,33 +910,35 @@ impl<K: QueueKey> RateLimitedQueue<K> {
             for _ in 0..queued {
                 inner.wake_for_push(&mut fx);
             }
-            // One hash lookup in the common case (not re-added): take the entry out.
-            let Some((owned, slot)) = st.index.remove_entry(key) else {
+            let hash = st.hasher.hash_one(key);
+            let Some(slot) = st.find(hash, key) else {
                 drop(guard);
                 inner.apply(fx);
                 tracing::debug!(queue = %inner.name, "done for a key that is not known");
                 return;
             };
-            let item = &mut st.items[slot];
+            let item = &mut st.slots[slot as usize].item;
             if !item.processing {
-                st.index.insert(owned, slot);
                 drop(guard);
                 inner.apply(fx);
                 tracing::debug!(queue = %inner.name, "done for a key that is not being processed");
                 return;
             }
             item.processing = false;
-            let started = st.times[slot].started_at.take();
-            let released = if item.dirty {
+            let requeue = item.dirty;
+            let started = st.times[slot as usize].started_at.take();
+            let released = if requeue {
                 // Re-added while processing: queue it again.
-                st.queue.push_back((slot, owned.clone()));
-                st.index.insert(owned, slot);
+                st.queue.push_back(slot);
                 inner.wake_for_push(&mut fx);
                 None
             } else {
+                if let Ok(entry) = st.index.find_entry(hash, |&s| s == slot) {
+                    entry.remove();
+                }
                 st.free.push(slot);
                 // Dropped after the lock is released.
-                Some(owned)
+                st.slots[slot as usize].key.take()
             };
             st.processing -= 1;
             (started, st.draining && st.processing == 0, released)
@@ -979,10 +1025,10 @@ impl<K: QueueKey> RateLimitedQueue<K> {
         let now = Instant::now();
         let st = self.inner.lock();
         UnfinishedWork::from_ages(
-            st.items
+            st.slots
                 .iter()
                 .zip(&st.times)
-                .filter(|(item, _)| item.processing)
+                .filter(|(known, _)| known.item.processing)
                 .filter_map(|(_, times)| times.started_at)
                 .map(|started| now.saturating_duration_since(started)),
         )
