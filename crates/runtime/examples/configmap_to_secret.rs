@@ -3,21 +3,23 @@
 //! garbage collector removes it with its ConfigMap).
 //!
 //! Run against any cluster: `cargo run -p coxswain-runtime --example configmap_to_secret`
-//! (uses `KUBECONFIG`); for example with `coxswain up` running.
+//! (uses `KUBECONFIG`); for example with `coxswain up` running. The manager serves
+//! metrics on `:8080/metrics` and probes on `:8081`, and stops gracefully on SIGTERM.
 
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::Cache;
 use coxswain_runtime::controller::{Action, ReconcileResult};
+use coxswain_runtime::manager::{self, Manager, ManagerOptions};
 use coxswain_runtime::predicate;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::ByteString;
 use kube::api::PostParams;
-use kube::{Api, Client, Resource};
-use tokio_util::sync::CancellationToken;
+use kube::{Api, Resource};
+use tracing_subscriber::EnvFilter;
 
 async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
     let Some(cm) = cache.get::<ConfigMap>(&key).await else {
@@ -58,23 +60,25 @@ async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let client = Client::try_default().await?;
-    let cancel = CancellationToken::new();
-    let cache = Arc::new(Cache::new(client, cancel.clone()));
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::from_default_env())
+        .init();
+    // metrics on :8080/metrics, probes on :8081/{healthz,readyz}, SIGTERM stops gracefully
+    let options = ManagerOptions {
+        health_probe_bind_address: ":8081".into(),
+        ..ManagerOptions::default()
+    };
+    let mgr = Manager::try_default(options).await?;
     let selector =
         coxswain_runtime::selector::LabelSelector::from_match_labels([("mirror", "secret")]);
-    let c = cache.clone();
-    let controller = ControllerBuilder::new(&cache)
+    let cache = mgr.cache().clone();
+    let controller = ControllerBuilder::new(mgr.cache())
         .named("configmap-to-secret")
         .for_::<ConfigMap>()
         .with_event_filter(predicate::label_selector(selector))
         .owns::<Secret>()
-        .build(move |_ctx, key| reconcile(c.clone(), key));
-    let stop = cancel.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        stop.cancel();
-    });
-    controller.run(cancel).await;
-    Ok(())
+        .build(move |_ctx, key| reconcile(cache.clone(), key));
+    mgr.add(controller)?;
+    let result = mgr.start(manager::shutdown_signal()).await;
+    std::process::exit(manager::exit_code(&result));
 }

@@ -143,7 +143,7 @@ where
         let name = self
             .name
             .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase());
-        let queue = Controller::<R>::queue_for(&self.options);
+        let queue = Controller::<R>::queue_for(&name, &self.options);
         let mut syncs = vec![register::<K>(EnqueueObject, self.filters)(
             self.cache, &queue,
         )];

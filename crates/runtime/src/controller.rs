@@ -17,8 +17,13 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use tracing::Instrument;
+
+use crate::metrics::{ControllerMetrics, Outcome};
 use crate::object::ObjectKey;
-use crate::workqueue::{default_controller_rate_limiter, RateLimitedQueue, RateLimiter};
+use crate::workqueue::{
+    default_controller_rate_limiter, QueueConfig, RateLimitedQueue, RateLimiter,
+};
 
 /// What to do after a successful reconcile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +174,7 @@ pub struct Controller<R> {
     reconciler: Arc<R>,
     options: ControllerOptions,
     stats: Arc<ControllerStats>,
+    metrics: ControllerMetrics,
     syncs: Vec<SyncWait>,
 }
 
@@ -190,23 +196,34 @@ impl<R: Reconciler> Controller<R> {
         options: ControllerOptions,
         syncs: Vec<SyncWait>,
     ) -> Self {
+        let metrics =
+            crate::metrics::global().controller(&name, options.max_concurrent_reconciles.max(1));
         Controller {
             name,
             queue,
             reconciler: Arc::new(reconciler),
             options,
             stats: Arc::default(),
+            metrics,
             syncs,
         }
     }
 
-    /// Make a rate-limited queue for a controller with these options.
-    pub(crate) fn queue_for(options: &ControllerOptions) -> RateLimitedQueue<ObjectKey> {
+    /// Make a rate-limited queue for controller `name` with these options; it records
+    /// the `workqueue_*` metrics labelled with the name.
+    pub(crate) fn queue_for(
+        name: &str,
+        options: &ControllerOptions,
+    ) -> RateLimitedQueue<ObjectKey> {
         let limiter: Arc<dyn RateLimiter<ObjectKey>> = match &options.rate_limiter {
             Some(l) => l.clone(),
             None => Arc::new(default_controller_rate_limiter::<ObjectKey>()),
         };
-        RateLimitedQueue::with_rate_limiter(limiter)
+        RateLimitedQueue::with_config(QueueConfig {
+            name: name.to_string(),
+            rate_limiter: Box::new(limiter),
+            metrics: Some(crate::metrics::global().queue(name)),
+        })
     }
 
     /// The controller's name.
@@ -234,23 +251,49 @@ impl<R: Reconciler> Controller<R> {
             }
         }
         tracing::info!(controller = %self.name, workers = self.options.max_concurrent_reconciles, "starting workers");
+        // in-flight work gauges, refreshed as client-go does (every 500 ms)
+        let ticker = {
+            let (queue, cancel) = (self.queue.clone(), cancel.clone());
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_millis(500));
+                loop {
+                    tokio::select! {
+                        _ = every.tick() => queue.update_unfinished_work_metrics(),
+                        _ = cancel.cancelled() => return,
+                    }
+                }
+            })
+        };
         let mut workers = Vec::new();
         for _ in 0..self.options.max_concurrent_reconciles.max(1) {
             let queue = self.queue.clone();
             let reconciler = self.reconciler.clone();
             let stats = self.stats.clone();
+            let metrics = self.metrics.clone();
             let name: Arc<str> = Arc::from(self.name.as_str());
             let cancel = cancel.clone();
             let timeout = self.options.reconcile_timeout;
             workers.push(tokio::spawn(async move {
                 while let Some(key) = queue.get().await {
                     stats.active_workers.fetch_add(1, Ordering::Relaxed);
+                    metrics.add_active_workers(1);
                     let ctx = Context {
                         controller: name.clone(),
                         cancel: cancel.clone(),
                         retries: queue.num_requeues(&key),
                     };
-                    process(ctx, &queue, reconciler.as_ref(), &stats, timeout, key).await;
+                    let span = tracing::info_span!(
+                        "reconcile",
+                        controller = %name,
+                        request = %key,
+                        reconcile_id = %uuid::Uuid::new_v4(),
+                    );
+                    let started = std::time::Instant::now();
+                    let outcome = process(ctx, &queue, reconciler.as_ref(), &stats, timeout, key)
+                        .instrument(span)
+                        .await;
+                    metrics.observe(outcome, started.elapsed());
+                    metrics.add_active_workers(-1);
                     stats.active_workers.fetch_sub(1, Ordering::Relaxed);
                 }
             }));
@@ -261,6 +304,8 @@ impl<R: Reconciler> Controller<R> {
         for w in workers {
             let _ = w.await;
         }
+        ticker.abort();
+        tracing::info!(controller = %self.name, "stopped: all workers finished");
     }
 }
 
@@ -271,7 +316,7 @@ async fn process<R: Reconciler>(
     stats: &ControllerStats,
     timeout: Option<Duration>,
     key: ObjectKey,
-) {
+) -> Outcome {
     let name = ctx.controller.clone();
     let name = name.as_ref();
     let fut = AssertUnwindSafe(reconciler.reconcile(ctx, key.clone())).catch_unwind();
@@ -284,35 +329,42 @@ async fn process<R: Reconciler>(
         },
         None => fut.await,
     };
-    match outcome {
+    let result = match outcome {
         Ok(Ok(Action::Done)) => {
             stats.success.fetch_add(1, Ordering::Relaxed);
             queue.forget(&key);
+            Outcome::Success
         }
         Ok(Ok(Action::Requeue)) => {
             stats.requeue.fetch_add(1, Ordering::Relaxed);
             queue.add_rate_limited(key.clone());
+            Outcome::Requeue
         }
         Ok(Ok(Action::RequeueAfter(d))) => {
             stats.requeue_after.fetch_add(1, Ordering::Relaxed);
             queue.forget(&key);
             queue.add_after(key.clone(), d);
+            Outcome::RequeueAfter
         }
         Ok(Err(e)) if e.is_terminal() => {
             stats.terminal_errors.fetch_add(1, Ordering::Relaxed);
             tracing::error!(controller = name, request = %key, error = %e, "reconcile failed terminally; not requeued");
             queue.forget(&key);
+            Outcome::TerminalError
         }
         Ok(Err(e)) => {
             stats.errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(controller = name, request = %key, error = %e, "reconcile failed; requeued with backoff");
             queue.add_rate_limited(key.clone());
+            Outcome::Error
         }
         Err(panic) => {
             stats.panics.fetch_add(1, Ordering::Relaxed);
             tracing::error!(controller = name, request = %key, panic = %panic_message(panic.as_ref()), "reconcile panicked; requeued with backoff");
             queue.add_rate_limited(key.clone());
+            Outcome::Panic
         }
-    }
+    };
     queue.done(&key);
+    result
 }

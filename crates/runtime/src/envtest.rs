@@ -63,15 +63,24 @@ pub async fn start_with(
     })
 }
 
-async fn client_for(kubeconfig: &std::path::Path) -> Result<kube::Client, EnvError> {
+async fn config_for(kubeconfig: &std::path::Path) -> Result<kube::Config, EnvError> {
     let kc = Kubeconfig::read_from(kubeconfig).map_err(|e| EnvError::Client(e.to_string()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .map_err(|e| EnvError::Client(e.to_string()))?;
+        .map_err(|e| EnvError::Client(e.to_string()))
+}
+
+async fn client_for(kubeconfig: &std::path::Path) -> Result<kube::Client, EnvError> {
+    let cfg = config_for(kubeconfig).await?;
     kube::Client::try_from(cfg).map_err(|e| EnvError::Client(e.to_string()))
 }
 
 impl TestEnv {
+    /// The client configuration for the server (to build more clients, or a manager).
+    pub async fn kube_config(&self) -> Result<kube::Config, EnvError> {
+        config_for(&self.server().kubeconfig).await
+    }
+
     /// Where the server keeps its data.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().to_path_buf()

@@ -14,10 +14,16 @@ pub mod client;
 pub mod controller;
 #[cfg(feature = "envtest")]
 pub mod envtest;
+pub mod events;
 pub mod handler;
+pub mod healthz;
+pub mod leaderelection;
+pub mod manager;
+pub mod metrics;
 pub mod object;
 pub mod predicate;
 pub mod selector;
+pub mod webhook;
 pub mod workqueue;
 
 pub use object::ObjectKey;

@@ -52,12 +52,19 @@ struct InformerId {
     config: InformerConfig,
 }
 
+/// A running informer of some kind, and how to ask whether it synced.
+struct Running {
+    informer: Arc<dyn Any + Send + Sync>,
+    synced: Box<dyn Fn() -> bool + Send + Sync>,
+}
+
 /// The process-wide informer cache.
 pub struct Cache {
     client: Client,
-    informers: Mutex<HashMap<InformerId, Arc<dyn Any + Send + Sync>>>,
+    informers: Mutex<HashMap<InformerId, Running>>,
     namespace: Option<String>,
     transforms: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    defaults: InformerConfig,
     cancel: CancellationToken,
 }
 
@@ -69,6 +76,7 @@ impl Cache {
             informers: Mutex::new(HashMap::new()),
             namespace: None,
             transforms: Mutex::new(HashMap::new()),
+            defaults: InformerConfig::default(),
             cancel,
         }
     }
@@ -80,6 +88,12 @@ impl Cache {
         let mut c = Cache::new(client, cancel);
         c.namespace = Some(namespace.to_string());
         c
+    }
+
+    /// Resync period of the informers made by [`Cache::informer`] (and the reads that
+    /// use them): every cached object is redelivered to handlers this often.
+    pub fn set_default_resync(&mut self, period: Option<std::time::Duration>) {
+        self.defaults.resync = period;
     }
 
     /// The namespace the cache is restricted to, if any.
@@ -129,7 +143,7 @@ impl Cache {
         };
         let mut map = self.informers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = map.get(&id) {
-            if let Ok(inf) = existing.clone().downcast::<Informer<K>>() {
+            if let Ok(inf) = existing.informer.clone().downcast::<Informer<K>>() {
                 return inf;
             }
         }
@@ -141,7 +155,14 @@ impl Cache {
             .and_then(|t| t.clone().downcast::<Transform<K>>().ok())
             .map(|t| (*t).clone());
         let inf = Informer::<K>::with_transform(config, transform);
-        map.insert(id, inf.clone());
+        let probe = inf.clone();
+        map.insert(
+            id,
+            Running {
+                informer: inf.clone(),
+                synced: Box::new(move || probe.has_synced()),
+            },
+        );
         let cancel = self.cancel.child_token();
         let runner = inf.clone();
         tokio::spawn(async move { runner.run(api, cancel).await });
@@ -184,7 +205,17 @@ impl Cache {
 
     /// The default informer for `K` (all namespaces, no selectors).
     pub fn informer<K: CachedKind>(&self) -> Arc<Informer<K>> {
-        self.informer_with(InformerConfig::default())
+        self.informer_with(self.defaults.clone())
+    }
+
+    /// Whether every informer started so far has loaded its initial state (the manager's
+    /// readiness check).
+    pub fn synced(&self) -> bool {
+        self.informers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .all(|r| (r.synced)())
     }
 
     /// Number of informers running (one watch connection each).
