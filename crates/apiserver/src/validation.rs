@@ -91,6 +91,8 @@ pub fn validate(
         ("batch", "Job") => v.job(&mut e, obj),
         ("batch", "CronJob") => v.cron_job(&mut e, obj),
         ("coordination.k8s.io", "Lease") => v.lease(&mut e, obj),
+        ("", "Event") => v.event(&mut e, obj, false),
+        ("events.k8s.io", "Event") => v.event(&mut e, obj, true),
         ("policy", "PodDisruptionBudget") => v.pdb(&mut e, obj),
         _ => {
             let rule = name_rule(kind, group);
@@ -1941,6 +1943,144 @@ impl Ctx<'_> {
     }
 
     // ----- coordination.k8s.io/v1, policy/v1 -----
+
+    /// `ValidateEventCreate` / `ValidateEventUpdate`: the legacy checks for every Event,
+    /// plus, through `events.k8s.io` (`strict`), object metadata, series, required
+    /// `eventTime`, `type`, unset deprecated fields and, on update, immutability. Field
+    /// paths are upstream's (internal names: `involvedObject`, `message`, `count`, ...).
+    fn event(&self, e: &mut Errs, o: &Value, strict: bool) {
+        let field = |core: &'static str, events: &'static str| if strict { events } else { core };
+        let empty = Value::Object(Map::new());
+        let meta = get(o, "metadata").unwrap_or(&empty);
+        let ns = st(meta, "namespace").unwrap_or("");
+        let involved = get(o, field("involvedObject", "regarding")).unwrap_or(&empty);
+        let inv_ns = st(involved, "namespace").unwrap_or("");
+        let event_time = st(o, "eventTime").filter(|t| !t.is_empty());
+        let mismatch = |e: &mut Errs| {
+            e.invalid(
+                "involvedObject.namespace",
+                s(inv_ns),
+                "does not match event.namespace",
+            )
+        };
+        if event_time.is_none() {
+            if inv_ns.is_empty() {
+                if !ns.is_empty() && ns != "default" {
+                    mismatch(e);
+                }
+            } else if ns != inv_ns {
+                mismatch(e);
+            }
+        } else {
+            if inv_ns.is_empty() && ns != "default" && ns != "kube-system" {
+                mismatch(e);
+            }
+            let rc = st(o, field("reportingComponent", "reportingController")).unwrap_or("");
+            if rc.is_empty() {
+                e.required("reportingController", "");
+            }
+            for m in qualified_name_errs(rc) {
+                e.invalid("reportingController", s(rc), &m);
+            }
+            let limited = |e: &mut Errs, path: &str, v: &str, limit: usize, required: bool| {
+                if required && v.is_empty() {
+                    e.required(path, "");
+                }
+                if v.len() > limit {
+                    e.invalid(path, s(""), &format!("can have at most {limit} characters"));
+                }
+            };
+            limited(
+                e,
+                "reportingInstance",
+                st(o, "reportingInstance").unwrap_or(""),
+                128,
+                true,
+            );
+            limited(e, "action", st(o, "action").unwrap_or(""), 128, true);
+            limited(e, "reason", st(o, "reason").unwrap_or(""), 128, true);
+            limited(
+                e,
+                "message",
+                st(o, field("message", "note")).unwrap_or(""),
+                1024,
+                false,
+            );
+        }
+        if !ns.is_empty() {
+            for m in dns1123_subdomain_errs(ns) {
+                e.invalid("namespace", s(ns), &m);
+            }
+        }
+        if !strict {
+            return;
+        }
+        self.meta(e, o, NameRule::Subdomain, false);
+        let series_changed = self
+            .old
+            .is_none_or(|old| get(old, "series") != get(o, "series"));
+        if let (Some(series), true) = (get(o, "series"), series_changed) {
+            if int(series, "count").unwrap_or(0) < 2 {
+                e.invalid("series.count", s(""), "should be at least 2");
+            }
+            if st(series, "lastObservedTime").is_none_or(str::is_empty) {
+                e.required("series.lastObservedTime", "");
+            }
+        }
+        match self.old {
+            None => {
+                if event_time.is_none() {
+                    e.required("eventTime", "");
+                }
+                let ty = st(o, "type").unwrap_or("");
+                if ty != "Normal" && ty != "Warning" {
+                    e.invalid("type", s(""), &format!("has invalid value: {ty}"));
+                }
+                for (f, path) in [
+                    ("deprecatedFirstTimestamp", "firstTimestamp"),
+                    ("deprecatedLastTimestamp", "lastTimestamp"),
+                ] {
+                    if st(o, f).is_some_and(|t| !t.is_empty()) {
+                        e.invalid(path, s(""), "needs to be unset");
+                    }
+                }
+                if int(o, "deprecatedCount").is_some_and(|c| c != 0) {
+                    e.invalid("count", s(""), "needs to be unset");
+                }
+                let source = get(o, "deprecatedSource").unwrap_or(&empty);
+                if st(source, "component").is_some_and(|c| !c.is_empty())
+                    || st(source, "host").is_some_and(|h| !h.is_empty())
+                {
+                    e.invalid("source", s(""), "needs to be unset");
+                }
+            }
+            Some(old) => {
+                for (f, path) in [
+                    ("regarding", "involvedObject"),
+                    ("reason", "reason"),
+                    ("note", "message"),
+                    ("deprecatedSource", "source"),
+                    ("deprecatedFirstTimestamp", "firstTimestamp"),
+                    ("deprecatedLastTimestamp", "lastTimestamp"),
+                    ("deprecatedCount", "count"),
+                    ("type", "type"),
+                    ("eventTime", "eventTime"),
+                    ("action", "action"),
+                    ("related", "related"),
+                    ("reportingController", "reportingController"),
+                    ("reportingInstance", "reportingInstance"),
+                ] {
+                    if get(o, f) != get(old, f) {
+                        e.invalid(
+                            path,
+                            Bad::Json(get(o, f).cloned().unwrap_or(Value::Null)),
+                            IMMUTABLE,
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     fn lease(&self, e: &mut Errs, o: &Value) {
         self.meta(e, o, NameRule::Subdomain, false);
@@ -3964,6 +4104,88 @@ mod tests {
         assert_eq!(
             parse_cron_standard("@every 5"),
             Err("failed to parse duration @every 5: time: missing unit in duration \"5\"".into())
+        );
+    }
+
+    #[test]
+    fn events_follow_the_strict_rules_only_through_events_k8s_io() {
+        let ev = |extra: Value| {
+            let mut o = json!({
+                "metadata": {"name": "e1", "namespace": "default"},
+                "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+                "eventTime": "2026-11-29T10:00:00.000000Z",
+                "reportingController": "example.com/ctl",
+                "reportingInstance": "ctl-1",
+                "action": "Reconcile",
+                "reason": "Done",
+                "type": "Normal",
+                "note": "ok",
+            });
+            if let (Some(m), Some(x)) = (o.as_object_mut(), extra.as_object()) {
+                for (k, v) in x {
+                    if v.is_null() {
+                        m.remove(k);
+                    } else {
+                        m.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            o
+        };
+        let strict = |o: &Value| msgs(&validate("events.k8s.io", "v1", "Event", true, o, None));
+        assert!(strict(&ev(json!({}))).is_empty());
+        assert_eq!(
+            strict(&ev(
+                json!({"action": null, "eventTime": null, "note": "x".repeat(1025)})
+            )),
+            ["eventTime: Required value"]
+        );
+        assert_eq!(
+            strict(&ev(
+                json!({"action": null, "note": "x".repeat(1025), "type": "Odd", "series": {"count": 1}})
+            )),
+            [
+                "action: Required value",
+                "message: Invalid value: \"\": can have at most 1024 characters",
+                "series.count: Invalid value: \"\": should be at least 2",
+                "series.lastObservedTime: Required value",
+                "type: Invalid value: \"\": has invalid value: Odd",
+            ]
+        );
+        // core/v1 keeps the legacy rules only: no eventTime, namespaces must agree
+        let core = json!({
+            "metadata": {"name": "e1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"},
+            "reason": "x",
+        });
+        assert_eq!(
+            msgs(&validate("", "v1", "Event", true, &core, None)),
+            ["involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"]
+        );
+        // updates through events.k8s.io: series may change, the rest is immutable
+        let old = ev(json!({}));
+        let bumped =
+            ev(json!({"series": {"count": 3, "lastObservedTime": "2026-11-29T10:01:00.000000Z"}}));
+        assert!(msgs(&validate(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            true,
+            &bumped,
+            Some(&old)
+        ))
+        .is_empty());
+        let changed = ev(json!({"reason": "Other"}));
+        assert_eq!(
+            msgs(&validate(
+                "events.k8s.io",
+                "v1",
+                "Event",
+                true,
+                &changed,
+                Some(&old)
+            )),
+            ["reason: Invalid value: \"Other\": field is immutable"]
         );
     }
 
