@@ -513,6 +513,14 @@ fn sigterm_child_entry() {
 }
 
 async fn sigterm_during_slow_reconcile(slow_ms: u64, grace_ms: u64) -> (i32, bool, String) {
+    signals_during_slow_reconcile(slow_ms, grace_ms, 1).await
+}
+
+async fn signals_during_slow_reconcile(
+    slow_ms: u64,
+    grace_ms: u64,
+    signals: usize,
+) -> (i32, bool, String) {
     use std::io::BufRead;
     let env = envtest::start().await.expect("env");
     let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "default");
@@ -555,11 +563,17 @@ async fn sigterm_during_slow_reconcile(slow_ms: u64, grace_ms: u64) -> (i32, boo
         }
     }
     let pid = child.id().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
+    for n in 0..signals {
+        if n > 0 {
+            // let the first signal be handled before the next one
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+    }
     let status = tokio::task::spawn_blocking(move || child.wait())
         .await
         .expect("join")
@@ -597,4 +611,77 @@ async fn sigterm_with_a_reconcile_longer_than_the_grace_period_exits_with_the_ti
         "output:\n{out}"
     );
     assert!(!finished, "output:\n{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_exits_at_once() {
+    let started = std::time::Instant::now();
+    let (code, finished, out) = signals_during_slow_reconcile(30_000, 60_000, 2).await;
+    assert_eq!(
+        code,
+        coxswain_runtime::manager::EXIT_FAILED,
+        "output:\n{out}"
+    );
+    assert!(
+        !finished,
+        "the second signal did not wait for the reconcile"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "exited before the 30 s reconcile ended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_runnable_stops_the_manager_and_its_error_is_returned() {
+    let env = envtest::start().await.expect("env");
+    let mut opts = options();
+    opts.metrics_bind_address = "0".into();
+    opts.health_probe_bind_address = "0".into();
+    let mgr =
+        Arc::new(Manager::new(env.kube_config().await.expect("config"), opts).expect("manager"));
+    let stopped = Arc::new(AtomicBool::new(false));
+    let s = stopped.clone();
+    mgr.add(runnable(
+        "steady",
+        false,
+        move |cancel: CancellationToken| async move {
+            cancel.cancelled().await;
+            s.store(true, Ordering::SeqCst);
+            Ok(())
+        },
+    ))
+    .expect("add");
+    let cancel = CancellationToken::new();
+    let (_listening, task) = start(mgr.clone(), cancel.clone()).await;
+    // added after start: runs at once (leader runnables run at once without election)
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    mgr.add(runnable("late", true, move |_cancel| async move {
+        let _ = tx.send(());
+        Err("disk full".into())
+    }))
+    .expect("add after start");
+    rx.await.expect("the late runnable ran");
+    let err = task
+        .await
+        .expect("join")
+        .expect_err("the manager stops with the error");
+    assert_eq!(err.to_string(), "late failed: disk full");
+    assert_eq!(
+        coxswain_runtime::manager::exit_code(&Err(err)),
+        coxswain_runtime::manager::EXIT_FAILED
+    );
+    assert!(
+        stopped.load(Ordering::SeqCst),
+        "the other runnables were stopped"
+    );
+    assert!(
+        mgr.add(runnable("after", false, |_c| async { Ok(()) }))
+            .is_err(),
+        "no additions after the stop"
+    );
+    assert!(
+        mgr.start(CancellationToken::new()).await.is_err(),
+        "no second start"
+    );
 }
