@@ -16,8 +16,8 @@
 //!   that was read (or a create), so when two candidates race only one write succeeds;
 //!   the other gets `409 Conflict` and keeps campaigning.
 //! * **Renewal.** The leader renews every `retry_period`. If it has not renewed
-//!   successfully within [`renew_deadline`](LeaderElectionConfig::renew_deadline) of the
-//!   start of its last successful renewal, it considers leadership lost *at once*, even
+//!   successfully within [`renew_deadline`](LeaderElectionConfig::renew_deadline) of
+//!   sending its last successful renewal, it considers leadership lost *at once*, even
 //!   while a request is still in flight. Since `renew_deadline < lease_duration` and a
 //!   candidate can take over only `lease_duration` after it observed that renewal,
 //!   the old leader always stops before a new one can start. Observing another holder
@@ -69,7 +69,7 @@ use tokio::sync::{watch, Mutex, OwnedMutexGuard};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, trace, warn};
 
 /// Candidates wait between `retry_period` and `retry_period × (1 + JITTER_FACTOR)`
 /// between attempts, and `renew_deadline` must exceed `retry_period × JITTER_FACTOR`
@@ -94,7 +94,7 @@ pub struct LeaderElectionConfig {
     /// over (written to `leaseDurationSeconds`, rounded up to whole seconds). Default 15 s.
     pub lease_duration: Duration,
     /// How long the leader keeps trying to renew before it gives up leadership,
-    /// counted from the start of its last successful renewal. Default 10 s.
+    /// counted from when its last successful renewal was sent. Default 10 s.
     pub renew_deadline: Duration,
     /// Interval between attempts to acquire or renew. Default 2 s.
     pub retry_period: Duration,
@@ -241,7 +241,8 @@ struct LockState {
 
 /// Result of one attempt to acquire or renew.
 enum Attempt {
-    Success,
+    /// Written; the instant is when the successful write was sent.
+    Success(Instant),
     /// Another holder's lease is still valid (campaign).
     Held(String),
     /// The Lease names someone else (while leading).
@@ -323,7 +324,6 @@ impl LeaderElector {
         };
         info!(lease = %shared.describe(), identity = %shared.config.identity, "attempting to acquire leader lease");
         loop {
-            let start = Instant::now();
             let attempt = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
@@ -335,15 +335,12 @@ impl LeaderElector {
                 attempt = shared.attempt(&mut state, false) => attempt,
             };
             match attempt {
-                Attempt::Success => {
+                Attempt::Success(sent) => {
                     info!(lease = %shared.describe(), identity = %shared.config.identity, "successfully acquired lease");
-                    return Some(Leadership::start(shared.clone(), state, start));
+                    return Some(Leadership::start(shared.clone(), state, sent));
                 }
-                Attempt::Held(holder) => {
+                Attempt::Held(holder) | Attempt::Taken(holder) => {
                     debug!(lease = %shared.describe(), %holder, "lease is held and has not yet expired")
-                }
-                Attempt::Taken(holder) => {
-                    debug!(lease = %shared.describe(), %holder, "lease is held by another candidate")
                 }
                 Attempt::Failed(err) => {
                     debug!(lease = %shared.describe(), %err, "failed to acquire lease")
@@ -395,7 +392,9 @@ impl Shared {
         let duration = secs.map_or(self.config.lease_duration, |s| {
             Duration::from_secs(u64::from(s.unsigned_abs()))
         });
-        *at + duration > Instant::now()
+        // a duration too long to represent never expires
+        at.checked_add(duration)
+            .is_none_or(|end| end > Instant::now())
     }
 
     /// Our record on top of `base` (other spec fields are kept).
@@ -412,14 +411,16 @@ impl Shared {
     }
 
     /// Write `lease` (create if `create`, else update with its resourceVersion) and
-    /// remember the result.
+    /// remember the result. Returns when the request was sent: the server cannot have
+    /// recorded the write earlier, so nobody can observe it earlier either.
     async fn write(
         &self,
         state: &mut LockState,
         lease: Lease,
         create: bool,
-    ) -> Result<(), kube::Error> {
+    ) -> Result<Instant, kube::Error> {
         let pp = PostParams::default();
+        let sent = Instant::now();
         let written = if create {
             self.api.create(&pp, &lease).await?
         } else {
@@ -429,7 +430,7 @@ impl Shared {
         };
         self.observe(state, &written.spec.clone().unwrap_or_default());
         state.lease = Some(written);
-        Ok(())
+        Ok(sent)
     }
 
     /// One try to acquire (`leading == false`) or renew (`leading == true`).
@@ -445,7 +446,7 @@ impl Shared {
                         (old.acquire_time.clone(), old.lease_transitions.unwrap_or(0));
                     lease.spec = Some(self.our_spec(old, acquire, transitions));
                     match self.write(state, lease, false).await {
-                        Ok(()) => return Attempt::Success,
+                        Ok(sent) => return Attempt::Success(sent),
                         Err(e) if is_conflict(&e) => {
                             debug!(lease = %self.describe(), "conflict renewing lease, reading it again")
                         }
@@ -469,7 +470,7 @@ impl Shared {
                 spec: Some(self.our_spec(LeaseSpec::default(), None, 0)),
             };
             return match self.write(state, lease, true).await {
-                Ok(()) => Attempt::Success,
+                Ok(sent) => Attempt::Success(sent),
                 Err(e) => Attempt::Failed(format!("creating lease: {e}")),
             };
         };
@@ -494,7 +495,7 @@ impl Shared {
             self.our_spec(old, None, transitions.saturating_add(1))
         });
         match self.write(state, lease, false).await {
-            Ok(()) => Attempt::Success,
+            Ok(sent) => Attempt::Success(sent),
             Err(e) => Attempt::Failed(format!("updating lease: {e}")),
         }
     }
@@ -529,7 +530,7 @@ impl Shared {
                 ..old
             });
             match self.write(state, lease, false).await {
-                Ok(()) => return true,
+                Ok(_) => return true,
                 Err(e) if is_conflict(&e) => {
                     debug!(lease = %self.describe(), "conflict releasing lease, retrying")
                 }
@@ -637,7 +638,7 @@ impl Drop for Leadership {
 struct RenewTask {
     shared: Arc<Shared>,
     state: OwnedMutexGuard<LockState>,
-    /// Start of the last successful acquire or renew.
+    /// When the last successful acquire or renew was sent.
     last_renewed: Instant,
     lost: CancellationToken,
     stop: CancellationToken,
@@ -658,7 +659,6 @@ impl RenewTask {
                 _ = sleep_until(deadline) => break LostReason::RenewDeadlineExceeded,
                 _ = sleep_until(next) => {}
             }
-            let start = Instant::now();
             let attempt = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => break LostReason::Stopped,
@@ -666,15 +666,15 @@ impl RenewTask {
                 attempt = shared.attempt(&mut self.state, true) => attempt,
             };
             match attempt {
-                Attempt::Success => {
-                    self.last_renewed = start;
-                    debug!(lease = %shared.describe(), "successfully renewed lease");
+                Attempt::Success(sent) => {
+                    self.last_renewed = sent;
+                    trace!(lease = %shared.describe(), "successfully renewed lease");
                 }
                 Attempt::Taken(holder) | Attempt::Held(holder) => {
                     break LostReason::Taken { holder }
                 }
                 Attempt::Failed(err) => {
-                    debug!(lease = %shared.describe(), %err, "failed to renew lease")
+                    warn!(lease = %shared.describe(), %err, "failed to renew lease, retrying")
                 }
             }
             next = Instant::now() + config.retry_period;
