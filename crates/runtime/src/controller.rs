@@ -178,7 +178,8 @@ pub struct Controller<R> {
     syncs: Vec<SyncWait>,
 }
 
-fn panic_message(p: &(dyn Any + Send)) -> String {
+/// The message of a caught panic (its `&str` or `String` payload).
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -16,7 +16,8 @@ use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::admission::{panic_message, BodyError, Status};
+use super::admission::{BodyError, Status};
+use crate::controller::panic_message;
 
 const API_VERSION_V1: &str = "apiextensions.k8s.io/v1";
 const KIND: &str = "ConversionReview";

@@ -17,9 +17,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::admission::{
-    decode_review, panic_message, AdmissionRequest, AdmissionResponse, AdmissionReview, BodyError,
-    Denial, Errored, Operation, API_VERSION_V1, KIND,
+    decode_review, AdmissionRequest, AdmissionResponse, AdmissionReview, BodyError, Denial,
+    Errored, Operation, API_VERSION_V1, KIND,
 };
+use crate::controller::panic_message;
 
 /// The most general admission webhook: any request in, any response out.
 ///
