@@ -132,3 +132,100 @@ impl Drop for TestEnv {
         }
     }
 }
+
+/// A stand-in for kubelets until the node simulator: marks every pod that has no phase
+/// yet as scheduled, `Running` and `Ready` (after `delay`, when given), so that workload
+/// controllers see pods become available. Runs until `cancel` fires.
+///
+/// It watches pods in all namespaces with its own informer and writes the `status`
+/// subresource (phase, `PodScheduled`/`Initialized`/`ContainersReady`/`Ready` conditions,
+/// `startTime`, a pod IP, one running container status per container); `spec.nodeName`
+/// is left alone (the workload controllers do not need a bound node).
+pub fn fake_kubelet(
+    client: kube::Client,
+    delay: Option<std::time::Duration>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    tokio::spawn(async move {
+        let cache = crate::cache::Cache::new(client.clone(), cancel.clone());
+        let informer = cache.informer::<Pod>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<crate::ObjectKey>();
+        informer.add_handler(move |change| {
+            if let crate::cache::Change::Added(p) | crate::cache::Change::Updated { new: p, .. } =
+                change
+            {
+                let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()).is_none()
+                    || p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
+                if pending && p.metadata.deletion_timestamp.is_none() {
+                    let _ = tx.send(crate::ObjectKey::of(p.as_ref()));
+                }
+            }
+        });
+        let mut seq: u32 = 0;
+        loop {
+            let key = tokio::select! {
+                _ = cancel.cancelled() => return,
+                k = rx.recv() => match k { Some(k) => k, None => return },
+            };
+            let client = client.clone();
+            seq = seq.wrapping_add(1);
+            let ip = format!("10.244.{}.{}", (seq >> 8) & 0xff, seq & 0xff);
+            tokio::spawn(async move {
+                if let Some(d) = delay {
+                    tokio::time::sleep(d).await;
+                }
+                let api: kube::Api<Pod> =
+                    kube::Api::namespaced(client, key.namespace().unwrap_or("default"));
+                let Ok(pod) = api.get(key.name()).await else {
+                    return;
+                };
+                let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::now(),
+                );
+                let containers: Vec<serde_json::Value> = pod
+                    .spec
+                    .as_ref()
+                    .map(|s| {
+                        s.containers
+                            .iter()
+                            .map(|c| {
+                                serde_json::json!({
+                                    "name": c.name,
+                                    "image": c.image.clone().unwrap_or_default(),
+                                    "imageID": "",
+                                    "ready": true,
+                                    "started": true,
+                                    "restartCount": 0,
+                                    "state": {"running": {"startedAt": now}},
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let condition = |t: &str| serde_json::json!({"type": t, "status": "True", "lastTransitionTime": now});
+                let status = serde_json::json!({"status": {
+                    "phase": "Running",
+                    "startTime": now,
+                    "podIP": ip,
+                    "podIPs": [{"ip": ip}],
+                    "hostIP": "10.0.0.1",
+                    "conditions": [
+                        condition("PodScheduled"),
+                        condition("Initialized"),
+                        condition("ContainersReady"),
+                        condition("Ready"),
+                    ],
+                    "containerStatuses": containers,
+                }});
+                let _ = api
+                    .patch_status(
+                        key.name(),
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(&status),
+                    )
+                    .await;
+            });
+        }
+    })
+}
