@@ -1,4 +1,6 @@
-//! The `coxswain` binary: `apiserver` and `up` sub-commands.
+//! The `coxswain` binary: `up`, `apiserver` and `controller-manager` sub-commands.
+
+mod controller_manager;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,8 +46,11 @@ struct ServerArgs {
 enum Command {
     /// Run the embedded Kubernetes-compatible API server.
     Apiserver(ServerArgs),
-    /// Run a whole cluster in this process (for now: the API server).
+    /// Run a whole cluster in this process: the API server and the controller manager.
     Up(ServerArgs),
+    /// Run the built-in controllers against a cluster (kube-controller-manager's flags).
+    #[command(name = "controller-manager")]
+    ControllerManager(controller_manager::Args),
 }
 
 fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
@@ -58,29 +63,58 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c
 }
 
-async fn run_server(args: ServerArgs, what: &str) -> anyhow::Result<()> {
+async fn run_server(args: ServerArgs, what: &str, with_controllers: bool) -> anyhow::Result<i32> {
     let running = coxswain_apiserver::server::start(config(&args))
         .await
         .with_context(|| format!("starting the API server on {}", args.bind))?;
     let kubeconfig =
         std::fs::canonicalize(&running.kubeconfig).unwrap_or(running.kubeconfig.clone());
     println!("coxswain {what}: API server listening on {}", running.url);
+    let stop = coxswain_runtime::manager::shutdown_signal();
+    let controllers = if with_controllers {
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(controller_manager::run_in_process(
+            kubeconfig.clone(),
+            stop.clone(),
+            addr_tx,
+        ));
+        if let Ok(Some(addr)) = addr_rx.await {
+            println!("controller manager: health and metrics on http://{addr} (/healthz, /metrics, /debug/controllers)");
+        }
+        Some(task)
+    } else {
+        None
+    };
     println!("kubeconfig written to {}", kubeconfig.display());
     println!("export KUBECONFIG={}", kubeconfig.display());
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
-    tracing::info!("shutting down: interrupt received");
+    stop.cancelled().await;
+    tracing::info!("shutting down");
+    let mut code = 0;
+    if let Some(task) = controllers {
+        code = match task.await {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "controller manager stopped");
+                e.exit_code()
+            }
+            Err(_) => 1,
+        };
+    }
     running.shutdown.cancel();
     let _ = running.task.await;
-    Ok(())
+    Ok(code)
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let filter = match &cli.command {
+        // kube-controller-manager's --v raises the default log level
+        Command::ControllerManager(a) if cli.log == "info" => a.log_filter().to_string(),
+        _ => cli.log.clone(),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&cli.log)
+            tracing_subscriber::EnvFilter::try_new(&filter)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
@@ -89,10 +123,12 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("building the tokio runtime")?;
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli.command {
-            Command::Apiserver(a) => run_server(a, "apiserver").await,
-            Command::Up(a) => run_server(a, "up").await,
+            Command::Apiserver(a) => run_server(a, "apiserver", false).await,
+            Command::Up(a) => run_server(a, "up", true).await,
+            Command::ControllerManager(a) => controller_manager::run(a).await,
         }
-    })
+    })?;
+    std::process::exit(code);
 }

@@ -246,3 +246,113 @@ impl Client {
         .await
     }
 }
+
+/// A tower layer for [`kube::Client`] that limits requests to `qps` per second with
+/// bursts of `burst` (client-go's token bucket, `--kube-api-qps` / `--kube-api-burst`):
+/// a request over the budget waits its turn rather than failing.
+#[derive(Clone)]
+pub struct RateLimitLayer {
+    bucket: Arc<crate::workqueue::BucketRateLimiter>,
+}
+
+impl std::fmt::Debug for RateLimitLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimitLayer").finish_non_exhaustive()
+    }
+}
+
+impl RateLimitLayer {
+    /// `qps` requests per second (values ≤ 0 mean unlimited), bursts of `burst`.
+    pub fn new(qps: f32, burst: u32) -> Self {
+        let qps = if qps > 0.0 {
+            f64::from(qps)
+        } else {
+            f64::INFINITY
+        };
+        RateLimitLayer {
+            bucket: Arc::new(crate::workqueue::BucketRateLimiter::new(qps, burst.max(1))),
+        }
+    }
+
+    fn delay(&self) -> std::time::Duration {
+        self.bucket.reserve()
+    }
+}
+
+impl<S> tower::Layer<S> for RateLimitLayer {
+    type Service = RateLimited<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimited {
+            inner,
+            limit: self.clone(),
+            wait: None,
+            permitted: false,
+        }
+    }
+}
+
+/// The service of [`RateLimitLayer`]: `poll_ready` waits for a token (so a buffered
+/// client hands out requests at the allowed pace), then for the inner service.
+#[derive(Debug)]
+pub struct RateLimited<S> {
+    inner: S,
+    limit: RateLimitLayer,
+    wait: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    permitted: bool,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for RateLimited<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        if !self.permitted {
+            if self.wait.is_none() {
+                let delay = self.limit.delay();
+                if delay.is_zero() {
+                    self.permitted = true;
+                } else {
+                    self.wait = Some(Box::pin(tokio::time::sleep(delay)));
+                }
+            }
+            if let Some(wait) = self.wait.as_mut() {
+                std::task::ready!(std::future::Future::poll(wait.as_mut(), cx));
+                self.wait = None;
+                self.permitted = true;
+            }
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        self.permitted = false;
+        self.inner.call(req)
+    }
+}
+
+#[cfg(test)]
+mod rate_limit_tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_a_burst_then_spaces_requests() {
+        let l = RateLimitLayer::new(10.0, 3);
+        let waits: Vec<std::time::Duration> = (0..5).map(|_| l.delay()).collect();
+        assert!(waits[..3].iter().all(|w| w.is_zero()), "{waits:?}");
+        // the 4th and 5th wait about 100 ms and 200 ms
+        assert!(waits[3] > std::time::Duration::from_millis(80), "{waits:?}");
+        assert!(
+            waits[4] > std::time::Duration::from_millis(180),
+            "{waits:?}"
+        );
+        let unlimited = RateLimitLayer::new(0.0, 1);
+        assert!((0..100).all(|_| unlimited.delay().is_zero()));
+    }
+}

@@ -152,6 +152,9 @@ pub struct ManagerOptions {
     pub sync_period: Option<Duration>,
     /// Restrict the cache to one namespace (default: all).
     pub namespace: Option<String>,
+    /// Client-side rate limit of the manager's client: requests per second and burst
+    /// (client-go's token bucket; default: none). Only [`Manager::new`] applies it.
+    pub client_qps: Option<(f32, u32)>,
     /// Options of the webhook server, which runs when a webhook is registered
     /// ([`Manager::register_webhook`]); default: port 9443, certificates from
     /// `<tmp>/k8s-webhook-server/serving-certs`.
@@ -175,6 +178,7 @@ impl Default for ManagerOptions {
             graceful_shutdown_timeout: Duration::from_secs(30),
             sync_period: None,
             namespace: None,
+            client_qps: None,
             webhook: WebhookServerOptions::default(),
         }
     }
@@ -283,9 +287,14 @@ impl Manager {
         listen_address(&options.metrics_bind_address)?;
         listen_address(&options.health_probe_bind_address)?;
         let host = RestClientMetricsLayer::host_of(&config.cluster_url);
-        let client = kube::client::ClientBuilder::try_from(config)?
-            .with_layer(&RestClientMetricsLayer::new(&host))
-            .build();
+        let builder = kube::client::ClientBuilder::try_from(config)?
+            .with_layer(&RestClientMetricsLayer::new(&host));
+        let client = match options.client_qps {
+            Some((qps, burst)) => builder
+                .with_layer(&crate::client::RateLimitLayer::new(qps, burst))
+                .build(),
+            None => builder.build(),
+        };
         Ok(Self::with_client(client, options))
     }
 
@@ -588,21 +597,41 @@ impl Manager {
         let mut leaders = Group::default();
         let mut waiting_leaders: Vec<Box<dyn Runnable>> = Vec::new();
 
-        // 1. servers, bound before anything else starts
+        // 1. servers, bound before anything else starts; one server when the metrics
+        // and probe addresses are the same (kube-controller-manager's secure port)
+        let shared = listen_address(&self.options.metrics_bind_address)?.is_some()
+            && listen_address(&self.options.metrics_bind_address)?
+                == listen_address(&self.options.health_probe_bind_address)?;
         let metrics = self
             .bind("metrics", &self.options.metrics_bind_address)
             .await?;
-        let probes = self
-            .bind("health probe", &self.options.health_probe_bind_address)
-            .await?;
+        let probes = if shared {
+            None
+        } else {
+            self.bind("health probe", &self.options.health_probe_bind_address)
+                .await?
+        };
+        let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
         let listening = Listening {
-            metrics: metrics.as_ref().and_then(|l| l.local_addr().ok()),
-            health_probes: probes.as_ref().and_then(|l| l.local_addr().ok()),
+            metrics: metrics_addr,
+            health_probes: if shared {
+                metrics_addr
+            } else {
+                probes.as_ref().and_then(|l| l.local_addr().ok())
+            },
             webhook: None,
         };
+        let (metrics_router, probes_router) = if shared {
+            (
+                self.metrics_router().merge(self.probes_router()),
+                Router::new(),
+            )
+        } else {
+            (self.metrics_router(), self.probes_router())
+        };
         for (name, listener, router) in [
-            ("metrics", metrics, self.metrics_router()),
-            ("health probe", probes, self.probes_router()),
+            ("metrics", metrics, metrics_router),
+            ("health probe", probes, probes_router),
         ] {
             let Some(listener) = listener else { continue };
             tracing::info!(server = name, addr = ?listener.local_addr().ok(), "serving");
@@ -875,9 +904,19 @@ pub const EXIT_LEADERSHIP_LOST: i32 = 3;
 pub fn exit_code(result: &Result<(), ManagerError>) -> i32 {
     match result {
         Ok(()) => EXIT_OK,
-        Err(ManagerError::ShutdownTimeout(_)) => EXIT_SHUTDOWN_TIMEOUT,
-        Err(ManagerError::LeaderElectionLost) => EXIT_LEADERSHIP_LOST,
-        Err(_) => EXIT_FAILED,
+        Err(e) => e.exit_code(),
+    }
+}
+
+impl ManagerError {
+    /// The process exit status for this error ([`EXIT_SHUTDOWN_TIMEOUT`],
+    /// [`EXIT_LEADERSHIP_LOST`] or [`EXIT_FAILED`]).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ManagerError::ShutdownTimeout(_) => EXIT_SHUTDOWN_TIMEOUT,
+            ManagerError::LeaderElectionLost => EXIT_LEADERSHIP_LOST,
+            _ => EXIT_FAILED,
+        }
     }
 }
 

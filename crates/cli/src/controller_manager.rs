@@ -1,0 +1,262 @@
+//! `coxswain controller-manager`: kube-controller-manager's flags over
+//! [`coxswain_controllers::controller_manager::run`].
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::ArgAction;
+use coxswain_controllers::controller_manager::{self, ControllerManagerConfig};
+use coxswain_controllers::registry::ControllerManagerOptions;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// kube-controller-manager's flags (those coxswain implements).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Path to a kubeconfig file (in-cluster configuration when neither this nor --master
+    /// is given).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The address of the Kubernetes API server (overrides the kubeconfig's server).
+    #[arg(long)]
+    master: Option<String>,
+    /// Controllers to enable: '*' enables every controller on by default, 'foo' enables
+    /// foo, '-foo' disables foo.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+    /// Run under leader election (a Lease) before doing any work.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    leader_elect: bool,
+    /// How long a non-leader waits after the last renewal before taking over.
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader retries renewing before it stops leading.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// Wait between attempts to acquire or renew leadership.
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    leader_elect_retry_period: Duration,
+    /// Name of the Lease used for leader election.
+    #[arg(long, default_value = "kube-controller-manager")]
+    leader_elect_resource_name: String,
+    /// Namespace of the Lease used for leader election.
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// Deployments synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_deployment_syncs: usize,
+    /// ReplicaSets synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_replicaset_syncs: usize,
+    /// ReplicationControllers synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_rc_syncs: usize,
+    /// Queries per second to the API server (0: unlimited).
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f32,
+    /// Burst of queries to the API server.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
+    /// Informers resync at a random period between this and twice this.
+    #[arg(long, default_value = "12h0m0s", value_parser = go_duration)]
+    min_resync_period: Duration,
+    /// Pause between starting controllers (jittered).
+    #[arg(long, default_value = "0s", value_parser = go_duration)]
+    controller_start_interval: Duration,
+    /// Address the health and metrics server listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// Port of the health and metrics server (0 disables it). Served as plain HTTP.
+    #[arg(long, default_value_t = 10257)]
+    secure_port: u16,
+    /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
+    #[arg(long = "v", default_value_t = 0)]
+    verbosity: u8,
+}
+
+impl Args {
+    /// The tracing filter `--v` asks for.
+    pub fn log_filter(&self) -> &'static str {
+        match self.verbosity {
+            0..=3 => "info",
+            4..=5 => "debug",
+            _ => "trace",
+        }
+    }
+
+    fn config(&self) -> ControllerManagerConfig {
+        ControllerManagerConfig {
+            controllers: self.controllers.clone(),
+            leader_elect: self.leader_elect,
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            lease_name: self.leader_elect_resource_name.clone(),
+            lease_namespace: self.leader_elect_resource_namespace.clone(),
+            kube_api_qps: self.kube_api_qps,
+            kube_api_burst: self.kube_api_burst,
+            min_resync_period: self.min_resync_period,
+            controller_start_interval: self.controller_start_interval,
+            bind_address: self.bind_address,
+            secure_port: self.secure_port,
+            options: ControllerManagerOptions {
+                concurrent_deployment_syncs: self.concurrent_deployment_syncs,
+                concurrent_replicaset_syncs: self.concurrent_replicaset_syncs,
+                concurrent_rc_syncs: self.concurrent_rc_syncs,
+            },
+        }
+    }
+}
+
+/// A Go `time.ParseDuration` string: `1h2m3.5s`, `300ms`, `0`.
+fn go_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return Err(format!("invalid duration {s:?}"));
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("missing unit in duration {s:?}"))?;
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            u => return Err(format!("unknown unit {u:?} in duration {s:?}")),
+        };
+        total += value * scale;
+        rest = &rest[unit_len..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
+    let mut config = match &args.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .context("loading the kubeconfig")?
+        }
+        None if args.master.is_some() => kube::Config::new(
+            args.master
+                .as_deref()
+                .unwrap_or_default()
+                .parse()
+                .context("parsing --master")?,
+        ),
+        None => {
+            tracing::warn!("neither --kubeconfig nor --master was specified; using the in-cluster configuration");
+            kube::Config::incluster().context("in-cluster configuration")?
+        }
+    };
+    if let (Some(master), Some(_)) = (&args.master, &args.kubeconfig) {
+        config.cluster_url = master.parse().context("parsing --master")?;
+    }
+    Ok(config)
+}
+
+/// `coxswain controller-manager`: the process exit status.
+pub async fn run(args: Args) -> anyhow::Result<i32> {
+    let kube = kube_config(&args).await?;
+    let config = args.config();
+    let registry = coxswain_controllers::builtin();
+    let cancel = coxswain_runtime::manager::shutdown_signal();
+    match controller_manager::run(kube, &config, &registry, cancel, |l| {
+        if let Some(addr) = l.metrics {
+            tracing::info!(%addr, "serving health and metrics");
+        }
+    })
+    .await
+    {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            tracing::error!(error = %e, "controller manager stopped");
+            eprintln!("error: {e}");
+            Ok(e.exit_code())
+        }
+    }
+}
+
+/// The controller manager of `coxswain up`: every default controller against the
+/// embedded server, no leader election, no client rate limit (the server is in-process),
+/// health and metrics on a free loopback port (sent on `listening`).
+pub async fn run_in_process(
+    kubeconfig: PathBuf,
+    cancel: tokio_util::sync::CancellationToken,
+    listening: tokio::sync::oneshot::Sender<Option<std::net::SocketAddr>>,
+) -> Result<(), controller_manager::ControllerManagerError> {
+    let kc = match Kubeconfig::read_from(&kubeconfig) {
+        Ok(kc) => kc,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the kubeconfig of the embedded server");
+            let _ = listening.send(None);
+            return Ok(());
+        }
+    };
+    let kube = match kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::error!(error = %e, "loading the kubeconfig of the embedded server");
+            let _ = listening.send(None);
+            return Ok(());
+        }
+    };
+    let config = ControllerManagerConfig {
+        leader_elect: false,
+        kube_api_qps: 0.0,
+        min_resync_period: Duration::ZERO,
+        ..ControllerManagerConfig::default()
+    };
+    let registry = coxswain_controllers::builtin();
+    let result = controller_manager::run_with_address(
+        kube,
+        &config,
+        &registry,
+        cancel,
+        "127.0.0.1:0",
+        move |l| {
+            let _ = listening.send(l.metrics);
+        },
+    )
+    .await;
+    if let Err(e) = &result {
+        tracing::error!(error = %e, "controller manager stopped");
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse() {
+        assert_eq!(go_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(go_duration("12h0m0s"), Ok(Duration::from_secs(12 * 3600)));
+        assert_eq!(go_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(go_duration("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(go_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(go_duration("0"), Ok(Duration::ZERO));
+        assert!(go_duration("15").is_err());
+        assert!(go_duration("5x").is_err());
+        assert!(go_duration("").is_err());
+    }
+}
