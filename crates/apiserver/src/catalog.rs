@@ -19,6 +19,8 @@ pub enum Subresource {
     Finalize,
     /// `/approval` on certificate signing requests: update of approval conditions.
     Approval,
+    /// `/binding` on pods: assign a pod to a node (create only; the scheduler's write).
+    Binding,
 }
 
 impl Subresource {
@@ -29,6 +31,7 @@ impl Subresource {
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Approval => "approval",
+            Subresource::Binding => "binding",
         }
     }
 
@@ -36,6 +39,7 @@ impl Subresource {
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
             Subresource::Finalize => &["update"],
+            Subresource::Binding => &["create"],
             _ => &["get", "patch", "update"],
         }
     }
@@ -154,7 +158,7 @@ impl ResourceDef {
     }
 }
 
-use Subresource::{Approval, Finalize, Scale, Status};
+use Subresource::{Approval, Binding, Finalize, Scale, Status};
 
 const NONE: &[&str] = &[];
 const ALL: &[&str] = &["all"];
@@ -216,7 +220,7 @@ fn build() -> Vec<ResourceDef> {
         res!("", "v1", "Node", "nodes", "node", false, &["no"], NONE, &[Status], &["spec.unschedulable"]),
         res!("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", true, &["pvc"], NONE, &[Status], NONE),
         res!("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", false, &["pv"], NONE, &[Status], NONE),
-        res!("", "v1", "Pod", "pods", "pod", true, &["po"], ALL, &[Status], POD_FIELDS),
+        res!("", "v1", "Pod", "pods", "pod", true, &["po"], ALL, &[Binding, Status], POD_FIELDS),
         res!("", "v1", "PodTemplate", "podtemplates", "podtemplate", true, NONE, NONE, &[], NONE),
         res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, &["rc"], ALL, &[Scale, Status], &["status.replicas"]),
         res!("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", true, &["quota"], NONE, &[Status], NONE),

@@ -69,6 +69,7 @@ pub fn group(group: &str) -> Option<Value> {
 fn sub_kind(sub: Subresource) -> (&'static str, &'static str, &'static str) {
     match sub {
         Subresource::Scale => ("autoscaling", "v1", "Scale"),
+        Subresource::Binding => ("", "", "Binding"),
         _ => ("", "", ""),
     }
 }

@@ -183,6 +183,21 @@ fn operation(
     Value::Object(op)
 }
 
+/// POST of `pods/binding` (`createNamespacedPodBinding`).
+fn binding_post(r: &ResourceDef, schema: &str, ns: bool) -> Value {
+    operation(
+        "create",
+        "post",
+        r,
+        gvk("", "v1", "Binding"),
+        write_params(),
+        Some(json!({"content": {"*/*": {"schema": schema_ref(schema)}}, "required": true})),
+        json_response(schema_ref(schema)),
+        ns,
+        "Binding",
+    )
+}
+
 fn object_ops(
     r: &ResourceDef,
     schema: &str,
@@ -376,6 +391,13 @@ fn document(group: &str, version: &str) -> Value {
                         gvk("autoscaling", "v1", "Scale"),
                     )
                 }
+                Subresource::Binding => {
+                    roots.insert("io.k8s.api.core.v1.Binding".into());
+                    (
+                        "io.k8s.api.core.v1.Binding".to_string(),
+                        gvk("", "v1", "Binding"),
+                    )
+                }
                 _ => (def.clone(), k_gvk.clone()),
             };
             let sub_name = {
@@ -388,6 +410,12 @@ fn document(group: &str, version: &str) -> Value {
             let mut ops = object_ops(r, &schema, sub_gvk, ns, &sub_name, false);
             if *s == Subresource::Finalize {
                 ops.retain(|k, _| k == "put");
+            }
+            if *s == Subresource::Binding {
+                // upstream serves only POST on bindings
+                let post = binding_post(r, &schema, ns);
+                ops.clear();
+                ops.insert("post".into(), post);
             }
             ops.insert("parameters".into(), path_params(ns, true));
             paths.insert(format!("{base}/{{name}}/{}", s.name()), Value::Object(ops));

@@ -19,6 +19,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::catalog::Subresource;
 use crate::request::{Query, Route, Target};
 use crate::status::{ApiError, ApiResult};
 use crate::store::Store;
@@ -123,6 +124,11 @@ impl Api {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let rendering = codec::Rendering::negotiate(accept);
+        if target.subresource == Some(Subresource::Binding) && method != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
         match (method.as_str(), target.name.is_some()) {
             ("GET", true) => self.get(&target, query, rendering),
             ("GET", false) => {
@@ -134,6 +140,9 @@ impl Api {
                 }
             }
             ("POST", false) => self.create(&target, query, headers, &body).await,
+            ("POST", true) if target.subresource == Some(Subresource::Binding) => {
+                self.bind(&target, query, headers, &body).await
+            }
             ("PUT", true) => self.update(&target, query, headers, &body).await,
             ("PATCH", true) => self.patch(&target, query, headers, &body).await,
             ("DELETE", true) => self.delete(&target, query, &body).await,

@@ -422,6 +422,9 @@ impl Api {
                         Some(Subresource::Finalize) => {
                             strategy::prepare_finalize_update(&old, &incoming)
                         }
+                        // a binding writes the pod as computed (upstream's guaranteed
+                        // update bypasses pod update validation)
+                        Some(Subresource::Binding) => incoming,
                         _ => {
                             let mut n = incoming;
                             strategy::prepare_update(def, &old, &mut n);
@@ -429,7 +432,9 @@ impl Api {
                         }
                     };
                     admission::default_object(def, &mut new, false);
-                    admission::validate_object(def, &new, Some(&old))?;
+                    if sub != Some(Subresource::Binding) {
+                        admission::validate_object(def, &new, Some(&old))?;
+                    }
                     if strategy::ready_to_vanish(&new) {
                         return Ok(WriteAction::Delete(Some(super::codec::to_storage(
                             def, new,
@@ -443,6 +448,109 @@ impl Api {
             )
             .await?;
         Ok(outcome.object)
+    }
+
+    /// POST on `pods/<name>/binding`: assign the pod to `target.name` (a node), merge
+    /// the binding's annotations and set `PodScheduled`, as upstream `BindingREST`.
+    pub(super) async fn bind(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let opts = WriteOptions::parse(query)?;
+        let (raw, _) = decode_body("Binding", headers, body)?;
+        let pod = target.name.clone().unwrap_or_default();
+        let name = raw
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if name != pod {
+            return Err(ApiError::bad_request(
+                "name in URL does not match name in Binding object",
+            ));
+        }
+        let kind = raw
+            .pointer("/target/kind")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let node = raw
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut causes = Vec::new();
+        if !kind.is_empty() && kind != "Node" {
+            causes.push(crate::status::Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"Node\", \"<empty>\"",
+                    json!(kind)
+                ),
+                field: "target.kind".into(),
+            });
+        }
+        if node.is_empty() {
+            causes.push(crate::status::Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "target.name".into(),
+            });
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("", "Binding", name, causes));
+        }
+        let node = node.to_string();
+        let annotations = raw
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let conflict = |detail: String| ApiError::conflict("", "pods/binding", &pod, &detail);
+        self.store_update(target, &opts, None, |old| {
+            let assigned = old
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !assigned.is_empty() {
+                return Err(conflict(format!(
+                    "pod {pod} is already assigned to node {}",
+                    json!(assigned)
+                )));
+            }
+            if old
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null())
+            {
+                return Err(conflict(format!(
+                    "pod {pod} is being deleted, cannot be assigned to a host"
+                )));
+            }
+            let mut new = old.clone();
+            new["spec"]["nodeName"] = json!(node);
+            if !annotations.is_empty() {
+                let meta = &mut new["metadata"];
+                if !meta["annotations"].is_object() {
+                    meta["annotations"] = json!({});
+                }
+                for (k, v) in &annotations {
+                    meta["annotations"][k] = v.clone();
+                }
+            }
+            set_pod_scheduled(&mut new);
+            Ok(new)
+        })
+        .await?;
+        Ok(Reply::json(
+            StatusCode::CREATED,
+            &json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "code": 201,
+            }),
+        ))
     }
 
     /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
@@ -565,4 +673,37 @@ fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
         c
     };
     strip(a) == strip(b)
+}
+
+/// Set the pod's `PodScheduled` condition to True (keeping its transition time when it
+/// already was True).
+fn set_pod_scheduled(pod: &mut Value) {
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let now = strategy::now_rfc3339();
+    if let Some(list) = conditions.as_array_mut() {
+        match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+            Some(c) if c["status"] == "True" => {}
+            Some(c) => {
+                c["status"] = json!("True");
+                c["lastTransitionTime"] = json!(now);
+                c["lastProbeTime"] = Value::Null;
+                if let Some(m) = c.as_object_mut() {
+                    m.remove("reason");
+                    m.remove("message");
+                }
+            }
+            None => list.push(json!({
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": null,
+                "lastTransitionTime": now,
+            })),
+        }
+    }
 }
