@@ -1,14 +1,65 @@
 //! The built-in controllers of `coxswain controller-manager` and their registry.
 //!
 //! [`registry`] holds the descriptors (name, aliases, default, constructor) and the
-//! `--controllers` selection; [`controller_manager`] runs the selected controllers under one
-//! [`coxswain_runtime::manager::Manager`] with kube-controller-manager's flags.
+//! `--controllers` selection; [`controller_manager`] runs the selected controllers under
+//! one [`coxswain_runtime::manager::Manager`] with kube-controller-manager's flags.
+//! [`controller_utils`] holds what several workload controllers share (expectations, pod
+//! ranking, pod creation and deletion with events, adoption and release of children);
+//! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers.
+
+#![warn(missing_docs)]
 
 pub mod controller_manager;
+pub mod controller_utils;
 pub mod registry;
+pub mod replicaset;
+
+use coxswain_runtime::manager::Runnable;
+use registry::{ControllerContext, Descriptor, Registry};
+
+fn replicaset(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
+    Ok(Box::new(replicaset::replicaset_controller(
+        ctx.manager,
+        ctx.options.concurrent_replicaset_syncs,
+    )))
+}
+
+fn replicationcontroller(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
+    Ok(Box::new(replicaset::replication_controller(
+        ctx.manager,
+        ctx.options.concurrent_rc_syncs,
+    )))
+}
 
 /// The registry of every built-in controller (kube-controller-manager's
-/// `NewControllerDescriptors` for what coxswain implements).
-pub fn builtin() -> registry::Registry {
-    registry::Registry::new(vec![])
+/// `NewControllerDescriptors` for what coxswain implements), with upstream names.
+pub fn builtin() -> Registry {
+    Registry::new(vec![
+        Descriptor {
+            name: "replicaset-controller",
+            aliases: &["replicaset"],
+            disabled_by_default: false,
+            constructor: replicaset,
+        },
+        Descriptor {
+            name: "replicationcontroller-controller",
+            aliases: &["replicationcontroller"],
+            disabled_by_default: false,
+            constructor: replicationcontroller,
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn builtin_names_are_unique_and_upstream() {
+        // Registry::new panics on a duplicate name or alias
+        let r = super::builtin();
+        assert!(r.known().contains(&"replicaset-controller"));
+        let flags = vec!["*".to_string(), "-replicationcontroller".to_string()];
+        let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
+        assert!(names.contains(&"replicaset-controller"));
+        assert!(!names.contains(&"replicationcontroller-controller"));
+    }
 }
