@@ -70,6 +70,10 @@ pub struct Args {
     /// Port of the health and metrics server (0 disables it). Served as plain HTTP.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
+    /// PEM CA bundle published as `kube-root-ca.crt` in every namespace (default: the CA
+    /// of the client configuration).
+    #[arg(long)]
+    root_ca_file: Option<PathBuf>,
     /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
     #[arg(long = "v", default_value_t = 0)]
     verbosity: u8,
@@ -85,8 +89,15 @@ impl Args {
         }
     }
 
-    fn config(&self) -> ControllerManagerConfig {
-        ControllerManagerConfig {
+    fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
+        let root_ca = match &self.root_ca_file {
+            Some(path) => Some(
+                coxswain_controllers::rootcacertpublisher::read_root_ca_file(path)
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            None => None,
+        };
+        Ok(ControllerManagerConfig {
             controllers: self.controllers.clone(),
             leader_elect: self.leader_elect,
             lease_duration: self.leader_elect_lease_duration,
@@ -104,8 +115,9 @@ impl Args {
                 concurrent_deployment_syncs: self.concurrent_deployment_syncs,
                 concurrent_replicaset_syncs: self.concurrent_replicaset_syncs,
                 concurrent_rc_syncs: self.concurrent_rc_syncs,
+                root_ca,
             },
-        }
+        })
     }
 }
 
@@ -176,7 +188,7 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
 /// `coxswain controller-manager`: the process exit status.
 pub async fn run(args: Args) -> anyhow::Result<i32> {
     let kube = kube_config(&args).await?;
-    let config = args.config();
+    let config = args.config()?;
     let registry = coxswain_controllers::builtin();
     let cancel = coxswain_runtime::manager::shutdown_signal();
     match controller_manager::run(kube, &config, &registry, cancel, |l| {

@@ -162,10 +162,14 @@ pub async fn run_with_address(
         client_qps: Some((config.kube_api_qps, config.kube_api_burst)),
         ..ManagerOptions::default()
     };
+    let mut controller_options = config.options.clone();
+    if controller_options.root_ca.is_none() {
+        controller_options.root_ca = crate::rootcacertpublisher::root_ca_of(&kube);
+    }
     let manager = Manager::new(kube, options)?;
     let ctx = ControllerContext {
         manager: &manager,
-        options: &config.options,
+        options: &controller_options,
     };
     let mut started: Vec<&'static str> = Vec::new();
     for (i, d) in selected.iter().enumerate() {

@@ -5,17 +5,30 @@
 //! one [`coxswain_runtime::manager::Manager`] with kube-controller-manager's flags.
 //! [`controller_utils`] holds what several workload controllers share (expectations, pod
 //! ranking, pod creation and deletion with events, adoption and release of children);
-//! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers.
+//! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
+//! [`deployment`] the Deployment controller; [`serviceaccount`], [`rootcacertpublisher`]
+//! and [`clusterroleaggregation`] the namespace and RBAC housekeeping controllers.
 
 #![warn(missing_docs)]
 
+pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
+pub mod deployment;
 pub mod registry;
 pub mod replicaset;
+pub mod rootcacertpublisher;
+pub mod serviceaccount;
 
 use coxswain_runtime::manager::Runnable;
 use registry::{ControllerContext, Descriptor, Registry};
+
+fn deployment(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
+    Ok(Box::new(deployment::deployment_controller(
+        ctx.manager,
+        ctx.options.concurrent_deployment_syncs,
+    )))
+}
 
 fn replicaset(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
     Ok(Box::new(replicaset::replicaset_controller(
@@ -36,6 +49,12 @@ fn replicationcontroller(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable
 pub fn builtin() -> Registry {
     Registry::new(vec![
         Descriptor {
+            name: "deployment-controller",
+            aliases: &["deployment"],
+            disabled_by_default: false,
+            constructor: deployment,
+        },
+        Descriptor {
             name: "replicaset-controller",
             aliases: &["replicaset"],
             disabled_by_default: false,
@@ -47,6 +66,9 @@ pub fn builtin() -> Registry {
             disabled_by_default: false,
             constructor: replicationcontroller,
         },
+        serviceaccount::descriptor(),
+        rootcacertpublisher::descriptor(),
+        clusterroleaggregation::descriptor(),
     ])
 }
 

@@ -28,6 +28,9 @@ pub struct ControllerManagerOptions {
     pub concurrent_replicaset_syncs: usize,
     /// `--concurrent-rc-syncs` (default 5).
     pub concurrent_rc_syncs: usize,
+    /// The cluster CA bundle (PEM) the root CA publisher puts in every namespace:
+    /// `--root-ca-file`, else the CA of the client configuration.
+    pub root_ca: Option<String>,
 }
 
 impl Default for ControllerManagerOptions {
@@ -36,6 +39,7 @@ impl Default for ControllerManagerOptions {
             concurrent_deployment_syncs: 5,
             concurrent_replicaset_syncs: 5,
             concurrent_rc_syncs: 5,
+            root_ca: None,
         }
     }
 }

@@ -78,6 +78,23 @@ impl<R: Reconciler> Runnable for Controller<R> {
     }
 }
 
+impl Runnable for Box<dyn Runnable> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn needs_leader_election(&self) -> bool {
+        (**self).needs_leader_election()
+    }
+
+    fn start(
+        self: Box<Self>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<(), BoxError>> {
+        (*self).start(cancel)
+    }
+}
+
 /// A runnable from a closure.
 pub struct FnRunnable<F> {
     name: String,

@@ -1,0 +1,202 @@
+//! The service account controller: a `default` ServiceAccount in every active namespace.
+//!
+//! After kube-controller-manager's `serviceaccount-controller`
+//! (kubernetes/kubernetes `pkg/controller/serviceaccount/serviceaccounts_controller.go`):
+//! the reconcile request is a namespace (cluster-scoped key). A namespace that is added or
+//! updated, or whose `default` ServiceAccount is deleted, is synced: when the namespace is
+//! `Active` and the account is missing from the cache, the account is created (an
+//! `AlreadyExists` answer is success, and so is a refusal because the namespace is
+//! terminating). A namespace that is not `Active` (terminating) is skipped. One worker,
+//! as upstream's `Run(ctx, 1)`.
+
+use std::sync::Arc;
+
+use crate::registry::{ControllerContext, Descriptor};
+use coxswain_runtime::builder::ControllerBuilder;
+use coxswain_runtime::cache::Change;
+use coxswain_runtime::client::Client;
+use coxswain_runtime::controller::{
+    Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
+};
+use coxswain_runtime::handler::EnqueueMapped;
+use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::predicate::BoxPredicate;
+use coxswain_runtime::ObjectKey;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// Canonical controller name (upstream `names.ServiceAccountController`).
+pub const NAME: &str = "serviceaccount-controller";
+
+/// The accounts ensured in every namespace (upstream
+/// `DefaultServiceAccountsControllerOptions`).
+pub const SERVICE_ACCOUNTS: &[&str] = &["default"];
+
+/// The registry entry: `serviceaccount-controller`, alias `serviceaccount`, on by default.
+pub fn descriptor() -> Descriptor {
+    Descriptor {
+        name: NAME,
+        aliases: &["serviceaccount"],
+        disabled_by_default: false,
+        constructor: construct,
+    }
+}
+
+fn construct(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
+    Ok(Box::new(new_controller(ctx.manager)))
+}
+
+/// Builds the controller on the manager's shared cache (namespace and service account
+/// informers).
+pub fn new_controller(manager: &Manager) -> Controller<ServiceAccountsReconciler> {
+    let ensured: BoxPredicate<ServiceAccount> = Arc::new(|c: &Change<ServiceAccount>| match c {
+        Change::Deleted(sa) => {
+            SERVICE_ACCOUNTS.contains(&sa.metadata.name.as_deref().unwrap_or(""))
+        }
+        _ => false,
+    });
+    ControllerBuilder::new(manager.cache())
+        .named(NAME)
+        .for_::<Namespace>()
+        // a deleted namespace has nothing left to hold an account
+        .with_event_filter(|c: &Change<Namespace>| !matches!(c, Change::Deleted(_)))
+        .watches_with::<ServiceAccount>(
+            EnqueueMapped(|sa: &ServiceAccount| {
+                sa.metadata
+                    .namespace
+                    .as_deref()
+                    .map(|ns| vec![ObjectKey::cluster(ns)])
+                    .unwrap_or_default()
+            }),
+            vec![ensured],
+        )
+        .with_options(ControllerOptions {
+            max_concurrent_reconciles: 1,
+            ..ControllerOptions::default()
+        })
+        .build(ServiceAccountsReconciler {
+            client: Client::new(manager.cache().clone()),
+        })
+}
+
+/// Reconciles one namespace: creates the missing ensured accounts.
+pub struct ServiceAccountsReconciler {
+    client: Client,
+}
+
+/// Whether a namespace may receive new objects (upstream: `status.phase == Active`).
+pub fn namespace_active(ns: &Namespace) -> bool {
+    ns.metadata.deletion_timestamp.is_none()
+        && ns.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Active")
+}
+
+/// The accounts to create in `ns`: none unless it is active, else the ensured ones that
+/// `exists` does not know.
+pub fn missing_accounts(ns: &Namespace, exists: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    if !namespace_active(ns) {
+        return Vec::new();
+    }
+    SERVICE_ACCOUNTS
+        .iter()
+        .copied()
+        .filter(|name| !exists(name))
+        .collect()
+}
+
+/// Whether a create failed only because the namespace is being terminated (upstream
+/// `HasStatusCause(err, NamespaceTerminatingCause)`).
+pub fn namespace_terminating_error(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s
+            .details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating")),
+        _ => false,
+    }
+}
+
+impl Reconciler for ServiceAccountsReconciler {
+    async fn reconcile(&self, _ctx: Context, request: ObjectKey) -> ReconcileResult {
+        let Some(ns) = self.client.get::<Namespace>(&request).await? else {
+            return Ok(Action::Done);
+        };
+        let name = request.name();
+        let mut existing = Vec::new();
+        for sa in SERVICE_ACCOUNTS {
+            if self
+                .client
+                .get::<ServiceAccount>(&ObjectKey::namespaced(name, sa))
+                .await?
+                .is_some()
+            {
+                existing.push(*sa);
+            }
+        }
+        let mut failures = Vec::new();
+        for sa in missing_accounts(&ns, |n| existing.contains(&n)) {
+            let account = ServiceAccount {
+                metadata: ObjectMeta {
+                    name: Some(sa.to_string()),
+                    namespace: Some(name.to_string()),
+                    ..ObjectMeta::default()
+                },
+                ..ServiceAccount::default()
+            };
+            match self.client.create(&account).await {
+                Ok(_) => tracing::debug!(namespace = name, account = sa, "created service account"),
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) if namespace_terminating_error(&e) => {}
+                Err(e) => failures.push(format!("creating service account {name}/{sa}: {e}")),
+            }
+        }
+        if failures.is_empty() {
+            Ok(Action::Done)
+        } else {
+            Err(ReconcileError::msg(failures.join("; ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::NamespaceStatus;
+
+    fn ns(phase: &str) -> Namespace {
+        Namespace {
+            metadata: ObjectMeta {
+                name: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            status: Some(NamespaceStatus {
+                phase: Some(phase.into()),
+                ..NamespaceStatus::default()
+            }),
+            ..Namespace::default()
+        }
+    }
+
+    // After upstream TestServiceAccountCreation (only `default` is ensured here).
+    #[test]
+    fn creates_only_missing_accounts_in_active_namespaces() {
+        assert_eq!(missing_accounts(&ns("Active"), |_| false), ["default"]);
+        assert!(missing_accounts(&ns("Active"), |n| n == "default").is_empty());
+        assert!(missing_accounts(&ns("Terminating"), |_| false).is_empty());
+        let mut deleting = ns("Active");
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()),
+        );
+        assert!(missing_accounts(&deleting, |_| false).is_empty());
+        let mut no_phase = ns("Active");
+        no_phase.status = None;
+        assert!(missing_accounts(&no_phase, |_| false).is_empty());
+    }
+
+    #[test]
+    fn descriptor_names_follow_upstream() {
+        let d = descriptor();
+        assert_eq!(d.name, "serviceaccount-controller");
+        assert_eq!(d.aliases, ["serviceaccount"]);
+        assert!(!d.disabled_by_default);
+    }
+}
