@@ -50,7 +50,7 @@ enum Command {
     Up(ServerArgs),
     /// Run the built-in controllers against a cluster (kube-controller-manager's flags).
     #[command(name = "controller-manager")]
-    ControllerManager(controller_manager::Args),
+    ControllerManager(Box<controller_manager::Args>),
 }
 
 fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
@@ -127,7 +127,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Apiserver(a) => run_server(a, "apiserver", false).await,
             Command::Up(a) => run_server(a, "up", true).await,
-            Command::ControllerManager(a) => controller_manager::run(a).await,
+            Command::ControllerManager(a) => controller_manager::run(*a).await,
         }
     })?;
     std::process::exit(code);
