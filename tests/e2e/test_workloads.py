@@ -1,0 +1,182 @@
+"""Workloads on `coxswain up`: the Deployment and ReplicaSet controllers judged by
+`kubectl rollout`, `kubectl set image`, `kubectl scale` and the Python client.
+
+Pods are made Running and Ready by the FakeKubelet of conftest (the node simulator comes
+later)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import Kubectl, wait_until
+
+
+@pytest.fixture
+def kc(cluster) -> Kubectl:
+    return Kubectl(cluster)
+
+
+@pytest.fixture
+def wns(kc) -> str:
+    name = f"wl-{uuid.uuid4().hex[:8]}"
+    kc("create", "namespace", name)
+    yield name
+    kc("delete", "namespace", name, "--wait=false", check=False)
+
+
+def rs_of(kc, ns, deploy) -> list[dict]:
+    items = kc.json("get", "rs", "-n", ns, "-o", "json")["items"]
+    return [
+        r for r in items
+        if any(o.get("kind") == "Deployment" and o.get("name") == deploy
+               for o in r["metadata"].get("ownerReferences", []))
+    ]
+
+
+def live_pods(kc, ns, app) -> list[dict]:
+    items = kc.json("get", "pods", "-n", ns, "-l", f"app={app}", "-o", "json")["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_create_deployment_and_rollout_status(kc, wns):
+    kc("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", "-n", wns)
+    out = kc("rollout", "status", "deployment/web", "-n", wns, "--timeout=90s").stdout
+    assert 'deployment "web" successfully rolled out' in out
+    d = kc.json("get", "deployment", "web", "-n", wns, "-o", "json")
+    st = d["status"]
+    assert st["replicas"] == 3 and st["updatedReplicas"] == 3
+    assert st["readyReplicas"] == 3 and st["availableReplicas"] == 3
+    assert st["observedGeneration"] == d["metadata"]["generation"]
+    conds = {c["type"]: c for c in st["conditions"]}
+    assert conds["Available"]["status"] == "True"
+    assert conds["Progressing"]["reason"] == "NewReplicaSetAvailable"
+    rss = rs_of(kc, wns, "web")
+    assert len(rss) == 1
+    rs = rss[0]
+    h = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"web-{h}"
+    assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    assert len(live_pods(kc, wns, "web")) == 3
+    # kubectl get shows the ReplicaSet ready
+    assert rs["status"]["readyReplicas"] == 3
+
+
+def test_set_image_rolls_out_within_surge_and_unavailability(kc, wns, cluster):
+    kc("create", "deployment", "roll", "--image=nginx:1.27", "--replicas=4", "-n", wns)
+    kc("rollout", "status", "deployment/roll", "-n", wns, "--timeout=90s")
+    # defaults: maxSurge 25% of 4 -> 1 (up), maxUnavailable 25% of 4 -> 1 (down)
+    violations = []
+    stop = threading.Event()
+
+    def sample():
+        from kubernetes import client
+
+        core = client.CoreV1Api(cluster.api_client())
+        while not stop.is_set():
+            pods = core.list_namespaced_pod(wns, label_selector="app=roll").items
+            live = [p for p in pods if p.metadata.deletion_timestamp is None]
+            ready = [p for p in live if any(c.type == "Ready" and c.status == "True"
+                                            for c in (p.status.conditions or []))]
+            if len(live) > 4 + 1:
+                violations.append(f"{len(live)} pods > replicas + maxSurge")
+            if len(ready) < 4 - 1:
+                violations.append(f"{len(ready)} ready < replicas - maxUnavailable")
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    kc("set", "image", "deployment/roll", "nginx=nginx:1.28", "-n", wns)
+    out = kc("rollout", "status", "deployment/roll", "-n", wns, "--timeout=90s").stdout
+    stop.set()
+    t.join()
+    assert "successfully rolled out" in out
+    assert not violations, violations[:5]
+    rss = sorted(rs_of(kc, wns, "roll"),
+                 key=lambda r: int(r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]))
+    assert len(rss) == 2
+    old, new = rss
+    assert old["spec"]["replicas"] == 0 and new["spec"]["replicas"] == 4
+    assert new["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    pods = live_pods(kc, wns, "roll")
+    wait_until(lambda: len(live_pods(kc, wns, "roll")) == 4, timeout=30)
+    assert all(p["spec"]["containers"][0]["image"] == "nginx:1.28"
+               for p in live_pods(kc, wns, "roll"))
+
+
+def test_rollout_history_and_undo(kc, wns):
+    kc("create", "deployment", "hist", "--image=nginx:1.27", "--replicas=2", "-n", wns)
+    kc("rollout", "status", "deployment/hist", "-n", wns, "--timeout=90s")
+    kc("set", "image", "deployment/hist", "nginx=nginx:1.28", "-n", wns)
+    kc("rollout", "status", "deployment/hist", "-n", wns, "--timeout=90s")
+    hist = kc("rollout", "history", "deployment/hist", "-n", wns).stdout
+    revisions = [l.split()[0] for l in hist.splitlines()[2:] if l.strip()]
+    assert revisions == ["1", "2"], hist
+    rev1 = kc("rollout", "history", "deployment/hist", "-n", wns, "--revision=1").stdout
+    assert "nginx:1.27" in rev1
+    kc("rollout", "undo", "deployment/hist", "-n", wns)
+    kc("rollout", "status", "deployment/hist", "-n", wns, "--timeout=90s")
+    d = kc.json("get", "deployment", "hist", "-n", wns, "-o", "json")
+    assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    rss = rs_of(kc, wns, "hist")
+    assert len(rss) == 2, "the undo reused the first ReplicaSet"
+    by_image = {r["spec"]["template"]["spec"]["containers"][0]["image"]: r for r in rss}
+    assert by_image["nginx:1.27"]["spec"]["replicas"] == 2
+    assert by_image["nginx:1.27"]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert by_image["nginx:1.28"]["spec"]["replicas"] == 0
+    hist = kc("rollout", "history", "deployment/hist", "-n", wns).stdout
+    assert [l.split()[0] for l in hist.splitlines()[2:] if l.strip()] == ["2", "3"]
+
+
+def test_pause_and_resume(kc, wns):
+    kc("create", "deployment", "pz", "--image=nginx:1.27", "--replicas=2", "-n", wns)
+    kc("rollout", "status", "deployment/pz", "-n", wns, "--timeout=90s")
+    kc("rollout", "pause", "deployment/pz", "-n", wns)
+    kc("set", "image", "deployment/pz", "nginx=nginx:1.28", "-n", wns)
+    time.sleep(2)
+    assert len(rs_of(kc, wns, "pz")) == 1, "no rollout while paused"
+    d = kc.json("get", "deployment", "pz", "-n", wns, "-o", "json")
+    progressing = {c["type"]: c for c in d["status"]["conditions"]}["Progressing"]
+    assert progressing["reason"] == "DeploymentPaused"
+    kc("rollout", "resume", "deployment/pz", "-n", wns)
+    kc("rollout", "status", "deployment/pz", "-n", wns, "--timeout=90s")
+    assert len(rs_of(kc, wns, "pz")) == 2
+
+
+def test_scale_through_kubectl(kc, wns):
+    kc("create", "deployment", "sc", "--image=nginx:1.27", "--replicas=1", "-n", wns)
+    kc("rollout", "status", "deployment/sc", "-n", wns, "--timeout=90s")
+    kc("scale", "deployment/sc", "--replicas=5", "-n", wns)
+    kc("rollout", "status", "deployment/sc", "-n", wns, "--timeout=90s")
+    wait_until(lambda: len(live_pods(kc, wns, "sc")) == 5, timeout=30)
+    kc("scale", "deployment/sc", "--replicas=2", "-n", wns)
+    wait_until(lambda: len(live_pods(kc, wns, "sc")) == 2, timeout=30)
+    rs = rs_of(kc, wns, "sc")[0]
+    wait_until(lambda: rs_of(kc, wns, "sc")[0]["status"].get("replicas") == 2, timeout=30)
+
+
+def test_wait_for_available_condition(kc, wns):
+    kc("create", "deployment", "wt", "--image=nginx:1.27", "--replicas=2", "-n", wns)
+    out = kc("wait", "--for=condition=Available", "deployment/wt", "-n", wns, "--timeout=90s").stdout
+    assert "condition met" in out
+
+
+def test_controller_manager_health_and_controllers_listing(cluster):
+    import re
+    import requests
+
+    text = cluster.log_tail()
+    m = re.search(r"controller manager: health and metrics on (http://[0-9.:]+)", text)
+    assert m, text
+    base = m.group(1)
+    body = requests.get(f"{base}/healthz?verbose", timeout=5).text
+    assert "[+]deployment-controller ok" in body and "[+]replicaset-controller ok" in body
+    listing = requests.get(f"{base}/debug/controllers", timeout=5).text
+    assert "deployment-controller enabled" in listing
+    metrics = requests.get(f"{base}/metrics", timeout=5).text
+    assert 'controller_runtime_reconcile_total{controller="deployment"' in metrics
