@@ -177,9 +177,64 @@ fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
     }
 }
 
-/// Prepare a status update: the stored object with only `status` taken from `new`
-/// (`ResetObjectMetaForStatus`: metadata changes are ignored).
-pub fn prepare_status_update(old: &Value, new: &Value) -> Value {
+/// Kinds whose upstream status strategy only resets the spec, so a status update also
+/// writes the object's metadata (labels, annotations, ...); newer kinds call
+/// `ResetObjectMetaForStatus` and ignore metadata changes.
+fn status_update_keeps_metadata(def: &ResourceDef) -> bool {
+    matches!(
+        (def.group, def.kind),
+        (
+            "",
+            "Pod" | "Node" | "Service" | "ReplicationController" | "Namespace"
+        ) | (
+            "apps",
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
+        ) | ("batch", "Job" | "CronJob")
+    )
+}
+
+/// Prepare a status update: `status` from `new`, the spec from `old`; metadata from `new`
+/// (system fields kept) for the kinds whose upstream strategy allows it (Deployment keeps
+/// its labels, Pod its owner references), from `old` for the others.
+pub fn prepare_status_update(def: &ResourceDef, old: &Value, new: &Value) -> Value {
+    if status_update_keeps_metadata(def) {
+        let mut out = new.clone();
+        if let Some(o) = out.as_object_mut() {
+            match old.get("spec") {
+                Some(spec) => {
+                    o.insert("spec".into(), spec.clone());
+                }
+                None => {
+                    o.remove("spec");
+                }
+            }
+            if o.get("metadata").is_none_or(|m| !m.is_object()) {
+                o.insert(
+                    "metadata".into(),
+                    old.get("metadata").cloned().unwrap_or(json!({})),
+                );
+            }
+        }
+        copy_system_meta(old, &mut out);
+        let keep_from_old: &[&str] = match def.kind {
+            "Deployment" => &["labels"],
+            "Pod" => &["ownerReferences"],
+            _ => &[],
+        };
+        if let Some(m) = meta_mut(&mut out) {
+            for f in keep_from_old {
+                match old.pointer(&format!("/metadata/{f}")) {
+                    Some(v) => {
+                        m.insert((*f).into(), v.clone());
+                    }
+                    None => {
+                        m.remove(*f);
+                    }
+                }
+            }
+        }
+        return out;
+    }
     let mut out = old.clone();
     if let Some(o) = out.as_object_mut() {
         match new.get("status") {
@@ -273,5 +328,47 @@ mod tests {
         assert!(!ready_to_vanish(
             &json!({"kind": "Namespace", "metadata": {"deletionTimestamp": "t"}, "spec": {"finalizers": ["kubernetes"]}})
         ));
+    }
+}
+
+#[cfg(test)]
+mod status_update_tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn def(group: &str, kind: &str) -> &'static ResourceDef {
+        let version = if group == "autoscaling" { "v2" } else { "v1" };
+        Catalog::builtin()
+            .by_kind(group, version, kind)
+            .expect("known kind")
+    }
+
+    #[test]
+    fn legacy_status_updates_write_metadata_and_never_the_spec() {
+        let old = json!({
+            "metadata": {"name": "d", "uid": "u1", "labels": {"a": "1"}, "annotations": {"x": "1"}, "generation": 3},
+            "spec": {"replicas": 1},
+            "status": {"replicas": 0},
+        });
+        let new = json!({
+            "metadata": {"name": "d", "uid": "other", "labels": {"a": "2"}, "annotations": {"x": "2"}, "generation": 9},
+            "spec": {"replicas": 5},
+            "status": {"replicas": 1},
+        });
+        // Deployment: annotations from the request, labels and spec kept
+        let d = prepare_status_update(def("apps", "Deployment"), &old, &new);
+        assert_eq!(d["metadata"]["annotations"]["x"], "2");
+        assert_eq!(d["metadata"]["labels"]["a"], "1");
+        assert_eq!(d["metadata"]["uid"], "u1");
+        assert_eq!(d["metadata"]["generation"], 3);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["status"]["replicas"], 1);
+        // ReplicaSet: labels too
+        let r = prepare_status_update(def("apps", "ReplicaSet"), &old, &new);
+        assert_eq!(r["metadata"]["labels"]["a"], "2");
+        // a newer kind (Lease has no status; use HPA): metadata changes ignored
+        let h = prepare_status_update(def("autoscaling", "HorizontalPodAutoscaler"), &old, &new);
+        assert_eq!(h["metadata"]["annotations"]["x"], "1");
+        assert_eq!(h["status"]["replicas"], 1);
     }
 }

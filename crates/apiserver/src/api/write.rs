@@ -417,7 +417,7 @@ impl Api {
                     let incoming = compute(&old)?;
                     let mut new = match sub {
                         Some(Subresource::Status) | Some(Subresource::Approval) => {
-                            strategy::prepare_status_update(&old, &incoming)
+                            strategy::prepare_status_update(def, &old, &incoming)
                         }
                         Some(Subresource::Finalize) => {
                             strategy::prepare_finalize_update(&old, &incoming)
