@@ -1,5 +1,5 @@
 //! Printers of the remaining API groups: coordination, discovery, networking, RBAC,
-//! certificates, scheduling and storage.
+//! certificates and scheduling.
 
 use serde_json::{json, Value};
 
@@ -22,12 +22,6 @@ pub(super) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => &CLUSTER_ROLE_BINDING,
         ("certificates.k8s.io", "CertificateSigningRequest") => &CSR,
         ("scheduling.k8s.io", "PriorityClass") => &PRIORITY_CLASS,
-        ("storage.k8s.io", "StorageClass") => &STORAGE_CLASS,
-        ("storage.k8s.io", "CSIDriver") => &CSI_DRIVER,
-        ("storage.k8s.io", "CSINode") => &CSI_NODE,
-        ("storage.k8s.io", "CSIStorageCapacity") => &CSI_STORAGE_CAPACITY,
-        ("storage.k8s.io", "VolumeAttachment") => &VOLUME_ATTACHMENT,
-        ("storage.k8s.io", "VolumeAttributesClass") => &VOLUME_ATTRIBUTES_CLASS,
         _ => return None,
     })
 }
@@ -424,203 +418,6 @@ pub static PRIORITY_CLASS: Printer = Printer {
     },
 };
 
-const STORAGE_CLASS_DEF: &str = "io.k8s.api.storage.v1.StorageClass";
-
-/// The value of annotation `key` is `true`.
-fn annotation_true(v: &Value, key: &str) -> bool {
-    v.pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        == Some("true")
-}
-
-/// StorageClasses.
-pub static STORAGE_CLASS: Printer = Printer {
-    columns: &[
-        NAME,
-        string("Provisioner", field(STORAGE_CLASS_DEF, "provisioner")),
-        string("ReclaimPolicy", field(STORAGE_CLASS_DEF, "reclaimPolicy")),
-        string(
-            "VolumeBindingMode",
-            field(STORAGE_CLASS_DEF, "volumeBindingMode"),
-        ),
-        string(
-            "AllowVolumeExpansion",
-            field(STORAGE_CLASS_DEF, "allowVolumeExpansion"),
-        ),
-        AGE,
-    ],
-    print: |v, now| {
-        let mut n = s(v, "/metadata/name").to_string();
-        if annotation_true(v, "storageclass.kubernetes.io/is-default-class")
-            || annotation_true(v, "storageclass.beta.kubernetes.io/is-default-class")
-        {
-            n.push_str(" (default)");
-        }
-        Row::of(vec![
-            json!(n),
-            json!(s(v, "/provisioner")),
-            json!(opt_s(v, "/reclaimPolicy").unwrap_or("Delete")),
-            json!(opt_s(v, "/volumeBindingMode").unwrap_or("Immediate")),
-            json!(flag(v, "/allowVolumeExpansion")),
-            age(v, now),
-        ])
-    },
-};
-
-const CSI_DRIVER_SPEC: &str = "io.k8s.api.storage.v1.CSIDriverSpec";
-
-/// CSIDrivers.
-pub static CSI_DRIVER: Printer = Printer {
-    columns: &[
-        NAME,
-        boolean("AttachRequired", field(CSI_DRIVER_SPEC, "attachRequired")),
-        boolean("PodInfoOnMount", field(CSI_DRIVER_SPEC, "podInfoOnMount")),
-        boolean("StorageCapacity", field(CSI_DRIVER_SPEC, "storageCapacity")),
-        string("TokenRequests", field(CSI_DRIVER_SPEC, "tokenRequests")),
-        boolean(
-            "RequiresRepublish",
-            field(CSI_DRIVER_SPEC, "requiresRepublish"),
-        ),
-        string("Modes", field(CSI_DRIVER_SPEC, "volumeLifecycleModes")),
-        AGE,
-    ],
-    print: |v, now| {
-        let modes: Vec<&str> = arr(v, "/spec/volumeLifecycleModes")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        let tokens = match v.pointer("/spec/tokenRequests").and_then(Value::as_array) {
-            Some(list) => list
-                .iter()
-                .map(|t| s(t, "/audience"))
-                .collect::<Vec<_>>()
-                .join(","),
-            None => "<unset>".into(),
-        };
-        Row::of(vec![
-            name(v),
-            json!(v
-                .pointer("/spec/attachRequired")
-                .and_then(Value::as_bool)
-                .unwrap_or(true)),
-            json!(flag(v, "/spec/podInfoOnMount")),
-            json!(flag(v, "/spec/storageCapacity")),
-            json!(tokens),
-            json!(flag(v, "/spec/requiresRepublish")),
-            json!(if modes.is_empty() {
-                "<none>".to_string()
-            } else {
-                modes.join(",")
-            }),
-            age(v, now),
-        ])
-    },
-};
-
-/// CSINodes.
-pub static CSI_NODE: Printer = Printer {
-    columns: &[
-        NAME,
-        integer(
-            "Drivers",
-            text("Drivers indicates the number of CSI drivers registered on the node"),
-        ),
-        AGE,
-    ],
-    print: |v, now| {
-        Row::of(vec![
-            name(v),
-            json!(arr(v, "/spec/drivers").len()),
-            age(v, now),
-        ])
-    },
-};
-
-const CAPACITY_DEF: &str = "io.k8s.api.storage.v1.CSIStorageCapacity";
-
-/// CSIStorageCapacities (no age column upstream).
-pub static CSI_STORAGE_CAPACITY: Printer = Printer {
-    columns: &[
-        NAME,
-        string("StorageClassName", field(CAPACITY_DEF, "storageClassName")),
-        string("Capacity", field(CAPACITY_DEF, "capacity")),
-    ],
-    print: |v, _| {
-        let capacity = v
-            .get("capacity")
-            .filter(|c| !c.is_null())
-            .map_or_else(|| "<unset>".to_string(), super::int_or_string);
-        Row::of(vec![
-            name(v),
-            json!(s(v, "/storageClassName")),
-            json!(capacity),
-        ])
-    },
-};
-
-/// VolumeAttachments.
-pub static VOLUME_ATTACHMENT: Printer = Printer {
-    columns: &[
-        NAME,
-        Column {
-            format: "name",
-            ..string(
-                "Attacher",
-                field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "attacher"),
-            )
-        },
-        string(
-            "PV",
-            field(
-                "io.k8s.api.storage.v1.VolumeAttachmentSource",
-                "persistentVolumeName",
-            ),
-        ),
-        string(
-            "Node",
-            field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "nodeName"),
-        ),
-        boolean(
-            "Attached",
-            field("io.k8s.api.storage.v1.VolumeAttachmentStatus", "attached"),
-        ),
-        AGE,
-    ],
-    print: |v, now| {
-        Row::of(vec![
-            name(v),
-            json!(s(v, "/spec/attacher")),
-            json!(s(v, "/spec/source/persistentVolumeName")),
-            json!(s(v, "/spec/nodeName")),
-            json!(flag(v, "/status/attached")),
-            age(v, now),
-        ])
-    },
-};
-
-/// VolumeAttributesClasses.
-pub static VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
-    columns: &[
-        NAME,
-        string(
-            "DriverName",
-            field("io.k8s.api.storage.v1.VolumeAttributesClass", "driverName"),
-        ),
-        AGE,
-    ],
-    print: |v, now| {
-        let mut n = s(v, "/metadata/name").to_string();
-        if annotation_true(
-            v,
-            "volumeattributesclass.alpha.kubernetes.io/is-default-class",
-        ) {
-            n.push_str(" (default)");
-        }
-        Row::of(vec![json!(n), json!(s(v, "/driverName")), age(v, now)])
-    },
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,20 +495,7 @@ mod tests {
     }
 
     #[test]
-    fn storage_classes_and_ip_addresses() {
-        let sc = json!({"metadata": {"name": "std", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-            "provisioner": "csi.example.com"});
-        let cells = (STORAGE_CLASS.print)(&sc, now()).cells;
-        assert_eq!(
-            cells[..5],
-            [
-                json!("std (default)"),
-                json!("csi.example.com"),
-                json!("Delete"),
-                json!("Immediate"),
-                json!(false)
-            ]
-        );
+    fn ip_addresses() {
         let ip = json!({"metadata": {"name": "10.96.0.1"}, "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "kubernetes"}}});
         assert_eq!(
             (IP_ADDRESS.print)(&ip, now()).cells[1],

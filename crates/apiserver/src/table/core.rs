@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::duration::since;
 use super::{
-    age, arr, deleting, field, format_labels, int, map_len, name, opt_s, s, string, text, wide,
-    Printer, Row, AGE, NAME,
+    age, arr, field, format_labels, int, map_len, name, opt_s, s, string, text, wide, Printer, Row,
+    AGE, NAME,
 };
 
 pub(super) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
@@ -26,8 +26,6 @@ pub(super) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
         "ServiceAccount" => &SERVICE_ACCOUNT,
         "Event" => &EVENT,
         "Endpoints" => &ENDPOINTS,
-        "PersistentVolume" => &PERSISTENT_VOLUME,
-        "PersistentVolumeClaim" => &PERSISTENT_VOLUME_CLAIM,
         "ResourceQuota" => &RESOURCE_QUOTA,
         _ => return None,
     })
@@ -428,143 +426,6 @@ pub static ENDPOINTS: Printer = Printer {
     print: |v, now| Row::of(vec![name(v), json!(format_endpoints(v)), age(v, now)]),
 };
 
-/// `GetAccessModesAsString`: `RWO,ROX,RWX,RWOP` in that order, each once.
-fn access_modes(v: &Value, ptr: &str) -> String {
-    let modes: Vec<&str> = arr(v, ptr).iter().filter_map(Value::as_str).collect();
-    [
-        ("ReadWriteOnce", "RWO"),
-        ("ReadOnlyMany", "ROX"),
-        ("ReadWriteMany", "RWX"),
-        ("ReadWriteOncePod", "RWOP"),
-    ]
-    .iter()
-    .filter(|(m, _)| modes.contains(m))
-    .map(|(_, short)| *short)
-    .collect::<Vec<_>>()
-    .join(",")
-}
-
-const BETA_STORAGE_CLASS: &str = "/metadata/annotations/volume.beta.kubernetes.io~1storage-class";
-
-fn storage_class(v: &Value) -> String {
-    opt_s(v, BETA_STORAGE_CLASS)
-        .or_else(|| opt_s(v, "/spec/storageClassName"))
-        .unwrap_or("")
-        .to_string()
-}
-
-fn phase_or_terminating(v: &Value) -> String {
-    if deleting(v) {
-        "Terminating".into()
-    } else {
-        s(v, "/status/phase").to_string()
-    }
-}
-
-/// A quantity as stored (canonical), `0` when absent (Go's zero `Quantity`).
-fn quantity(v: &Value, ptr: &str) -> String {
-    v.pointer(ptr)
-        .map(super::int_or_string)
-        .filter(|q| !q.is_empty())
-        .unwrap_or_else(|| "0".into())
-}
-
-fn unset(v: &Value, ptr: &str) -> Value {
-    json!(opt_s(v, ptr).unwrap_or("<unset>"))
-}
-
-const PV_SPEC: &str = "io.k8s.api.core.v1.PersistentVolumeSpec";
-const PV_STATUS: &str = "io.k8s.api.core.v1.PersistentVolumeStatus";
-
-/// PersistentVolumes.
-pub static PERSISTENT_VOLUME: Printer = Printer {
-    columns: &[
-        NAME,
-        string("Capacity", field(PV_SPEC, "capacity")),
-        string("Access Modes", field(PV_SPEC, "accessModes")),
-        string(
-            "Reclaim Policy",
-            field(PV_SPEC, "persistentVolumeReclaimPolicy"),
-        ),
-        string("Status", field(PV_STATUS, "phase")),
-        string("Claim", field(PV_SPEC, "claimRef")),
-        string("StorageClass", text("StorageClass of the pv")),
-        string(
-            "VolumeAttributesClass",
-            text("VolumeAttributesClass of the pv"),
-        ),
-        string("Reason", field(PV_STATUS, "reason")),
-        AGE,
-        wide(string("VolumeMode", field(PV_SPEC, "volumeMode"))),
-    ],
-    print: |v, now| {
-        let claim = match v.pointer("/spec/claimRef").filter(|c| c.is_object()) {
-            Some(c) => format!(
-                "{}/{}",
-                c.get("namespace").and_then(Value::as_str).unwrap_or(""),
-                c.get("name").and_then(Value::as_str).unwrap_or("")
-            ),
-            None => String::new(),
-        };
-        Row::of(vec![
-            name(v),
-            json!(quantity(v, "/spec/capacity/storage")),
-            json!(access_modes(v, "/spec/accessModes")),
-            json!(s(v, "/spec/persistentVolumeReclaimPolicy")),
-            json!(phase_or_terminating(v)),
-            json!(claim),
-            json!(storage_class(v)),
-            unset(v, "/spec/volumeAttributesClassName"),
-            json!(s(v, "/status/reason")),
-            age(v, now),
-            unset(v, "/spec/volumeMode"),
-        ])
-    },
-};
-
-const PVC_SPEC: &str = "io.k8s.api.core.v1.PersistentVolumeClaimSpec";
-const PVC_STATUS: &str = "io.k8s.api.core.v1.PersistentVolumeClaimStatus";
-
-/// PersistentVolumeClaims.
-pub static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
-    columns: &[
-        NAME,
-        string("Status", field(PVC_STATUS, "phase")),
-        string("Volume", field(PVC_SPEC, "volumeName")),
-        string("Capacity", field(PVC_STATUS, "capacity")),
-        string("Access Modes", field(PVC_STATUS, "accessModes")),
-        string("StorageClass", text("StorageClass of the pvc")),
-        string(
-            "VolumeAttributesClass",
-            text("VolumeAttributesClass of the pvc"),
-        ),
-        AGE,
-        wide(string("VolumeMode", field(PVC_SPEC, "volumeMode"))),
-    ],
-    print: |v, now| {
-        let volume = s(v, "/spec/volumeName");
-        let (capacity, modes) = if volume.is_empty() {
-            (String::new(), String::new())
-        } else {
-            (
-                quantity(v, "/status/capacity/storage"),
-                access_modes(v, "/status/accessModes"),
-            )
-        };
-        Row::of(vec![
-            name(v),
-            json!(phase_or_terminating(v)),
-            json!(volume),
-            json!(capacity),
-            json!(modes),
-            json!(storage_class(v)),
-            unset(v, "/spec/volumeAttributesClassName"),
-            age(v, now),
-            unset(v, "/spec/volumeMode"),
-        ])
-    },
-};
-
 fn quota_columns(v: &Value) -> (String, String) {
     let Some(hard) = v.pointer("/status/hard").and_then(Value::as_object) else {
         return (String::new(), String::new());
@@ -748,7 +609,7 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_volumes_and_quotas() {
+    fn endpoints_and_quotas() {
         let ep = json!({"metadata": {"name": "e"}, "subsets": [
             {"addresses": [{"ip": "1.2.3.4"}, {"ip": "5.6.7.8"}], "ports": [{"port": 80}, {"port": 443}]}]});
         assert_eq!(
@@ -758,43 +619,6 @@ mod tests {
         assert_eq!(format_endpoints(&json!({})), "<none>");
         let headless = json!({"subsets": [{"addresses": [{"ip": "fd00::1"}]}]});
         assert_eq!(format_endpoints(&headless), "fd00::1");
-
-        let pv = json!({"metadata": {"name": "pv1", "deletionTimestamp": "2026-01-10T11:00:00Z"},
-            "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteMany", "ReadWriteOnce", "ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": "ns", "name": "c"},
-                "storageClassName": "fast", "volumeMode": "Filesystem"},
-            "status": {"phase": "Bound"}});
-        let cells = (PERSISTENT_VOLUME.print)(&pv, now()).cells;
-        assert_eq!(
-            cells[1..9],
-            [
-                json!("5Gi"),
-                json!("RWO,RWX"),
-                json!("Retain"),
-                json!("Terminating"),
-                json!("ns/c"),
-                json!("fast"),
-                json!("<unset>"),
-                json!("")
-            ]
-        );
-        assert_eq!(cells[10], json!("Filesystem"));
-
-        let pending = json!({"metadata": {"name": "c"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}},
-            "status": {"phase": "Pending"}});
-        let cells = (PERSISTENT_VOLUME_CLAIM.print)(&pending, now()).cells;
-        assert_eq!(
-            cells[1..6],
-            [json!("Pending"), json!(""), json!(""), json!(""), json!("")]
-        );
-        let bound = json!({"metadata": {"name": "c", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
-            "spec": {"volumeName": "pv1", "storageClassName": "new"},
-            "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}});
-        let cells = (PERSISTENT_VOLUME_CLAIM.print)(&bound, now()).cells;
-        assert_eq!(
-            cells[2..6],
-            [json!("pv1"), json!("1Gi"), json!("RWO"), json!("old")]
-        );
 
         let quota = json!({"metadata": {"name": "q"}, "status": {
             "hard": {"pods": "10", "limits.cpu": "2", "requests.memory": "1Gi", "cpu": "1"},

@@ -17,6 +17,7 @@ pub mod duration;
 mod cluster;
 mod core;
 mod pod;
+mod storage;
 mod workloads;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -162,6 +163,7 @@ pub fn printer_for(def: &'static ResourceDef) -> Option<&'static Printer> {
         .or_else(|| workloads::printer(group, def.kind))
         .or_else(|| core::printer(group, def.kind))
         .or_else(|| cluster::printer(group, def.kind))
+        .or_else(|| storage::printer(group, def.kind))
 }
 
 /// Columns of the default table (upstream `rest.NewDefaultTableConvertor`).
