@@ -6,7 +6,7 @@
 
 pub mod codec;
 mod delete;
-mod negotiate;
+pub mod negotiate;
 mod read;
 mod watch;
 mod write;

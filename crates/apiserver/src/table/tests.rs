@@ -215,6 +215,19 @@ fn tables_and_headers() {
     assert_eq!(one["rows"][0]["cells"][1], 1);
     let later = t.object_table(&cm, false).expect("table");
     assert_eq!(later["columnDefinitions"], Value::Null);
+
+    // AGE is computed at printing time
+    let created = json!({"metadata": {"name": "c", "creationTimestamp": "2026-11-29T09:00:00Z"}});
+    let at = |now: &str| {
+        Tabulator::new(def("", "configmaps"), TableOptions::default())
+            .at(duration::parse_time(now).expect("time"))
+            .row(&created)
+            .expect("row")["cells"][2]
+            .clone()
+    };
+    assert_eq!(at("2026-11-29T09:00:45Z"), "45s");
+    assert_eq!(at("2026-11-29T12:30:00Z"), "3h30m");
+    assert_eq!(at("2026-12-02T10:00:00Z"), "3d1h");
 }
 
 #[test]
