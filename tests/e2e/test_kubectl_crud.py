@@ -189,7 +189,6 @@ def test_get_output_formats(kubectl, ns):
     assert {"fmt-a", "fmt-b"} <= {i["metadata"]["name"] for i in lst["items"]}
 
 
-@pytest.mark.skip(reason="server-side table output (Accept: as=Table) is issue 7, not served yet")
 def test_get_table_output(kubectl, ns):
     kubectl.apply_yaml("create", configmap("tbl", {"a": "1", "b": "2"}), "-n", ns)
     lines = kubectl("get", "configmap", "tbl", "-n", ns).stdout.splitlines()

@@ -141,13 +141,6 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         Ok(Route::Resource(t)) => t,
         Err(e) => return error_response(&e),
     };
-    if accept_is_only_table(&accept) {
-        return error_response(&ApiError::new(
-            406,
-            "NotAcceptable",
-            format!("only the following media types are accepted: application/json, application/yaml (got {accept})"),
-        ));
-    }
     let body = match read_body(body, &parts.method).await {
         Ok(b) => b,
         Err(e) => return error_response(&e),
@@ -160,12 +153,6 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         Ok(reply) => reply.into_response(),
         Err(e) => error_response(&e),
     }
-}
-
-/// Tables are not served yet; a client that accepts only tables gets 406, one that
-/// also accepts plain JSON gets JSON.
-fn accept_is_only_table(accept: &str) -> bool {
-    !accept.is_empty() && accept.split(',').all(|p| p.contains("as=Table"))
 }
 
 async fn read_body(body: Body, method: &Method) -> Result<bytes::Bytes, ApiError> {

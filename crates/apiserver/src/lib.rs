@@ -30,6 +30,7 @@ pub mod selector;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 
 pub mod strategic_merge;
 pub mod strategy;

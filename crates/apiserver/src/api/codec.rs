@@ -8,35 +8,25 @@ use serde_json::Value;
 use crate::catalog::{Catalog, ResourceDef};
 use crate::status::{ApiError, ApiResult};
 use crate::store::StoredObject;
+use crate::table::{TableOptions, Tabulator};
 
-/// How objects are rendered in a response, negotiated from `Accept`.
+/// How objects are rendered in a response, negotiated from `Accept`
+/// ([`super::negotiate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rendering {
     /// The whole object in the request's version.
     Full,
     /// `meta.k8s.io/v1` `PartialObjectMetadata`: kind, apiVersion and metadata only.
     Metadata,
+    /// A `meta.k8s.io` `Table` ([`crate::table`]).
+    Table(TableOptions),
 }
 
 impl Rendering {
-    /// From an `Accept` header: the first entry this server can produce wins.
-    pub fn negotiate(accept: &str) -> Rendering {
-        for part in accept.split(',') {
-            let p = part.replace(' ', "");
-            if p.contains("as=PartialObjectMetadata") && p.contains("g=meta.k8s.io") {
-                return Rendering::Metadata;
-            }
-            if p.contains("as=") {
-                continue; // tables and other forms: not served, try the next entry
-            }
-            if p.starts_with("application/json")
-                || p.starts_with("*/*")
-                || p.starts_with("application/yaml")
-            {
-                return Rendering::Full;
-            }
-        }
-        Rendering::Full
+    /// From an `Accept` header: the first clause this server can produce wins; 406 when
+    /// there is none.
+    pub fn negotiate(accept: &str) -> ApiResult<Rendering> {
+        super::negotiate::negotiate(accept)
     }
 
     /// `kind` and `apiVersion` of a list in this rendering.
@@ -44,6 +34,7 @@ impl Rendering {
         match self {
             Rendering::Full => (format!("{}List", def.kind), def.api_version()),
             Rendering::Metadata => ("PartialObjectMetadataList".into(), "meta.k8s.io/v1".into()),
+            Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
         }
     }
 
@@ -52,11 +43,13 @@ impl Rendering {
         match self {
             Rendering::Full => (def.kind.to_string(), def.api_version()),
             Rendering::Metadata => ("PartialObjectMetadata".into(), "meta.k8s.io/v1".into()),
+            Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
         }
     }
 }
 
-/// A stored object as `def`'s version, rendered as asked.
+/// A stored object as `def`'s version, rendered as asked (a table of one row for
+/// [`Rendering::Table`]).
 pub fn render(
     def: &'static ResourceDef,
     obj: &StoredObject,
@@ -71,11 +64,19 @@ pub fn render(
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Default::default()));
             let out = serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta});
-            serde_json::to_vec(&out)
-                .map(Bytes::from)
-                .map_err(|e| ApiError::internal(format!("serialising object: {e}")))
+            to_bytes(&out)
+        }
+        Rendering::Table(opts) => {
+            to_bytes(&Tabulator::new(def, opts).object_table(&obj.value()?, true)?)
         }
     }
+}
+
+/// Serialise a value.
+pub fn to_bytes(v: &Value) -> ApiResult<Bytes> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal(format!("serialising object: {e}")))
 }
 
 /// The stored representation's resource for `def`.

@@ -6,6 +6,7 @@
 
 pub mod codec;
 mod delete;
+pub mod negotiate;
 mod read;
 mod watch;
 mod write;
@@ -123,7 +124,10 @@ impl Api {
             .get("accept")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let rendering = codec::Rendering::negotiate(accept);
+        let rendering = match codec::Rendering::negotiate(accept)? {
+            codec::Rendering::Table(opts) => codec::Rendering::Table(opts.with_query(query)?),
+            r => r,
+        };
         if target.subresource == Some(Subresource::Binding) && method != Method::POST {
             return Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",

@@ -8,12 +8,14 @@ use base64::Engine;
 use bytes::{BufMut, BytesMut};
 use serde_json::{json, Value};
 
+use super::codec::Rendering;
 use super::{Api, Reply};
 use crate::catalog::Subresource;
 use crate::filter::Filter;
 use crate::request::{ListOptions, Query, RvMatch, Target};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{object_key, Snapshot, StoredObject};
+use crate::table::Tabulator;
 
 impl Api {
     /// The stored object for a target, or 404.
@@ -30,14 +32,21 @@ impl Api {
         &self,
         target: &Target,
         query: &Query,
-        rendering: super::codec::Rendering,
+        rendering: Rendering,
     ) -> ApiResult<Reply> {
         crate::request::parse_rv(query.get("resourceVersion"))?;
         let obj = self.current(target)?;
         match target.subresource {
             Some(Subresource::Scale) => {
-                let v = obj.value()?;
-                Ok(Reply::json(StatusCode::OK, &scale_of(&v)))
+                let scale = scale_of(&obj.value()?);
+                match rendering {
+                    Rendering::Table(opts) => {
+                        let table =
+                            Tabulator::scale(target.resource, opts).object_table(&scale, true)?;
+                        Ok(Reply::json(StatusCode::OK, &table))
+                    }
+                    _ => Ok(Reply::json(StatusCode::OK, &scale)),
+                }
             }
             _ => Ok(Reply::json_bytes(
                 StatusCode::OK,
@@ -50,7 +59,7 @@ impl Api {
         &self,
         target: &Target,
         opts: &ListOptions,
-        rendering: super::codec::Rendering,
+        rendering: Rendering,
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let filter = Filter::for_request(target, opts)?;
@@ -72,6 +81,11 @@ impl Api {
             (None, None) => Bound::Unbounded,
         };
         let limit = opts.limit.map(|l| l as usize);
+        let tabulator = match rendering {
+            Rendering::Table(o) => Some(Tabulator::new(def, o)),
+            _ => None,
+        };
+        let mut rows: Vec<Value> = Vec::new();
         let mut out = BytesMut::with_capacity(4096);
         let mut count = 0usize;
         let mut last_key: Option<String> = None;
@@ -95,13 +109,17 @@ impl Api {
                 remaining += 1;
                 continue;
             }
-            if count > 0 {
-                out.put_u8(b',');
-            }
-            if super::codec::converts(def) || rendering != super::codec::Rendering::Full {
-                out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
+            if let Some(tab) = &tabulator {
+                rows.push(tab.row(&obj.value()?)?);
             } else {
-                out.extend_from_slice(&obj.json);
+                if count > 0 {
+                    out.put_u8(b',');
+                }
+                if super::codec::converts(def) || rendering != Rendering::Full {
+                    out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
+                } else {
+                    out.extend_from_slice(&obj.json);
+                }
             }
             count += 1;
             last_key = Some(k.clone());
@@ -119,6 +137,9 @@ impl Api {
                     meta.insert("remainingItemCount".into(), json!(remaining));
                 }
             }
+        }
+        if let Some(tab) = tabulator {
+            return Ok(Reply::json(StatusCode::OK, &tab.table(meta, rows, true)));
         }
         let (list_kind, list_version) = rendering.list_kind(def);
         let head = format!(

@@ -9,12 +9,13 @@
 //! 410 `Expired` ERROR event.
 
 use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
@@ -24,6 +25,7 @@ use crate::filter::Filter;
 use crate::request::{ListOptions, Target};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Event, EventType, Store, StoredObject};
+use crate::table::Tabulator;
 
 /// Default watch duration when the client gives no timeout (upstream: 30 to 60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -52,6 +54,10 @@ fn error_line(e: &ApiError) -> Bytes {
 struct Watcher {
     def: &'static crate::catalog::ResourceDef,
     rendering: super::codec::Rendering,
+    /// For table watches: each event's object is a table of one row; only the first
+    /// carries the column definitions, as upstream.
+    table: Option<Tabulator>,
+    headers_sent: AtomicBool,
     store: Arc<Store>,
     resource: String,
     filter: Filter,
@@ -64,6 +70,14 @@ impl Watcher {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        if self.table.is_some() {
+            // upstream prints the bookmark object like any other
+            let obj = json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
+            return match self.table_of(&obj) {
+                Ok(b) => event_line("BOOKMARK", &b),
+                Err(e) => error_line(&e),
+            };
         }
         let (kind, api_version) = self.rendering.object_kind(self.def);
         let obj = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
@@ -91,9 +105,23 @@ impl Watcher {
         Some(event_line(kind, &self.render(&ev.object)?))
     }
 
+    /// A table of one row for `obj` (stored representation); headers the first time.
+    fn table_of(&self, obj: &Value) -> ApiResult<Bytes> {
+        let Some(tab) = &self.table else {
+            return Err(ApiError::internal("not a table watch"));
+        };
+        let headers = !self.headers_sent.swap(true, Ordering::Relaxed);
+        super::codec::to_bytes(&tab.object_table(obj, headers)?)
+    }
+
     /// The object as the watched version; `None` (logged) when it cannot be converted.
     fn render(&self, obj: &StoredObject) -> Option<Bytes> {
-        match super::codec::render(self.def, obj, self.rendering) {
+        let rendered = if self.table.is_some() {
+            obj.value().and_then(|v| self.table_of(&v))
+        } else {
+            super::codec::render(self.def, obj, self.rendering)
+        };
+        match rendered {
             Ok(b) => Some(b),
             Err(e) => {
                 tracing::warn!(error = %e, "watch: object skipped");
@@ -149,9 +177,15 @@ impl Api {
         let body =
             Body::from_stream(ReceiverStream::new(rx).map(Ok::<Bytes, std::convert::Infallible>));
         let sub = self.store.subscribe(&resource, from, send_initial);
+        let table = match rendering {
+            super::codec::Rendering::Table(o) => Some(Tabulator::new(def, o)),
+            _ => None,
+        };
         let mut w = Watcher {
             def,
             rendering,
+            table,
+            headers_sent: AtomicBool::new(false),
             store: self.store.clone(),
             resource,
             filter,

@@ -1,0 +1,518 @@
+//! Server-side `Table` output: what `kubectl get` prints.
+//!
+//! A client that sends `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` gets a
+//! `meta.k8s.io/v1` `Table` instead of objects: column definitions (name, type, format,
+//! description, priority; priority 1 columns are the `-o wide` ones) and one row of cells
+//! per object, as upstream's printers (`pkg/printers/internalversion/printers.go`) compute
+//! them. Kinds without a printer get upstream's default table (`Name`, `Created At`).
+//!
+//! Each row carries the object as asked by the `includeObject` query parameter: `None`,
+//! `Metadata` (the default: a `PartialObjectMetadata`) or `Object` (the whole object in the
+//! request's version). Printers read the stored representation of an object, so one
+//! printer serves every version of a kind (`events.k8s.io/v1` Events are printed from
+//! their core `v1` storage, as upstream prints the internal version).
+
+pub mod duration;
+
+mod cluster;
+mod core;
+mod pod;
+mod storage;
+mod workloads;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Map, Value};
+
+use crate::api::codec;
+use crate::catalog::ResourceDef;
+use crate::request::Query;
+use crate::status::{ApiError, ApiResult};
+
+pub use duration::human_duration;
+
+/// Where a column's description comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Desc {
+    /// A fixed text.
+    Text(&'static str),
+    /// The OpenAPI description of a property: definition name and property name, as
+    /// upstream takes `SwaggerDoc()` of a Go type.
+    Field(&'static str, &'static str),
+}
+
+impl Desc {
+    /// The description text; empty when the schema does not describe the property.
+    pub fn text(self) -> String {
+        match self {
+            Desc::Text(t) => t.to_string(),
+            Desc::Field(def, prop) => crate::schema::definition(def)
+                .and_then(|d| d.get("properties"))
+                .and_then(|p| p.get(prop))
+                .and_then(|p| p.get("description"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
+/// One column definition of a table.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Header (`kubectl` prints it upper-cased).
+    pub name: &'static str,
+    /// OpenAPI type of the cells: `string`, `integer`, `boolean`, `date`.
+    pub ty: &'static str,
+    /// OpenAPI format: `name` for the column that names the object, else empty.
+    pub format: &'static str,
+    /// 0 for the default columns, 1 for the `-o wide` ones.
+    pub priority: u32,
+    /// The description.
+    pub desc: Desc,
+}
+
+/// Definition name of `metav1.ObjectMeta`.
+pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The `Name` column every printer starts with.
+pub const NAME: Column = Column {
+    name: "Name",
+    ty: "string",
+    format: "name",
+    priority: 0,
+    desc: Desc::Field(OBJECT_META, "name"),
+};
+
+/// The `Age` column.
+pub const AGE: Column = string("Age", Desc::Field(OBJECT_META, "creationTimestamp"));
+
+/// A `string` column.
+pub const fn string(name: &'static str, desc: Desc) -> Column {
+    Column {
+        name,
+        ty: "string",
+        format: "",
+        priority: 0,
+        desc,
+    }
+}
+
+/// An `integer` column.
+pub const fn integer(name: &'static str, desc: Desc) -> Column {
+    Column {
+        ty: "integer",
+        ..string(name, desc)
+    }
+}
+
+/// A `boolean` column.
+pub const fn boolean(name: &'static str, desc: Desc) -> Column {
+    Column {
+        ty: "boolean",
+        ..string(name, desc)
+    }
+}
+
+/// The same column shown only with `-o wide` (priority 1).
+pub const fn wide(c: Column) -> Column {
+    Column { priority: 1, ..c }
+}
+
+/// A description taken from the schema of `def`'s property `prop`.
+pub const fn field(def: &'static str, prop: &'static str) -> Desc {
+    Desc::Field(def, prop)
+}
+
+/// A fixed description.
+pub const fn text(t: &'static str) -> Desc {
+    Desc::Text(t)
+}
+
+/// The cells of one row plus its row conditions (pods: `Completed`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    /// One cell per column (some upstream printers give more cells than columns).
+    pub cells: Vec<Value>,
+    /// `conditions` of the row, when any.
+    pub conditions: Option<Value>,
+}
+
+impl Row {
+    /// A row of cells without conditions.
+    pub fn of(cells: Vec<Value>) -> Row {
+        Row {
+            cells,
+            conditions: None,
+        }
+    }
+}
+
+/// How one kind is printed: its columns and the function computing a row from an object
+/// (in its stored representation) at a given time.
+pub struct Printer {
+    /// Column definitions, in order.
+    pub columns: &'static [Column],
+    /// Cells of one object.
+    pub print: fn(&Value, DateTime<Utc>) -> Row,
+}
+
+/// The printer of a resource, `None` for kinds printed with the default table.
+pub fn printer_for(def: &'static ResourceDef) -> Option<&'static Printer> {
+    let group = codec::storage_def(def).group;
+    pod::printer(group, def.kind)
+        .or_else(|| workloads::printer(group, def.kind))
+        .or_else(|| core::printer(group, def.kind))
+        .or_else(|| cluster::printer(group, def.kind))
+        .or_else(|| storage::printer(group, def.kind))
+}
+
+/// Columns of the default table (upstream `rest.NewDefaultTableConvertor`).
+pub const DEFAULT_COLUMNS: &[Column] = &[
+    NAME,
+    Column {
+        name: "Created At",
+        ty: "date",
+        format: "",
+        priority: 0,
+        desc: Desc::Field(OBJECT_META, "creationTimestamp"),
+    },
+];
+
+fn default_row(v: &Value, _now: DateTime<Utc>) -> Row {
+    let created = s(v, "/metadata/creationTimestamp");
+    let created = duration::parse_time(created)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".into());
+    Row::of(vec![name(v), json!(created)])
+}
+
+/// The default table (kinds without a printer).
+pub static DEFAULT: Printer = Printer {
+    columns: DEFAULT_COLUMNS,
+    print: default_row,
+};
+
+/// The `autoscaling/v1` `Scale` table (`/scale` subresources).
+pub static SCALE: Printer = Printer {
+    columns: &[
+        Column { format: "", ..NAME },
+        integer(
+            "Desired",
+            field("io.k8s.api.autoscaling.v1.ScaleSpec", "replicas"),
+        ),
+        integer(
+            "Available",
+            field("io.k8s.api.autoscaling.v1.ScaleStatus", "replicas"),
+        ),
+        AGE,
+    ],
+    print: |v, now| {
+        Row::of(vec![
+            name(v),
+            json!(int(v, "/spec/replicas")),
+            json!(int(v, "/status/replicas")),
+            age(v, now),
+        ])
+    },
+};
+
+/// `includeObject`: what each row carries of its object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// Nothing (`"object": null`).
+    None,
+    /// A `PartialObjectMetadata` (the default).
+    #[default]
+    Metadata,
+    /// The whole object in the request's version.
+    Object,
+}
+
+/// The `meta.k8s.io` version a table was asked in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MetaVersion {
+    /// `meta.k8s.io/v1`.
+    #[default]
+    V1,
+    /// `meta.k8s.io/v1beta1`.
+    V1beta1,
+}
+
+impl MetaVersion {
+    /// `apiVersion` of tables and partial objects in this version.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            MetaVersion::V1 => "meta.k8s.io/v1",
+            MetaVersion::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// Options of a table request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// `meta.k8s.io` version of the table.
+    pub version: MetaVersion,
+    /// `includeObject`.
+    pub include: IncludeObject,
+}
+
+impl TableOptions {
+    /// Read `includeObject` from the query; 400 for unknown values, with upstream's
+    /// message.
+    pub fn with_query(mut self, query: &Query) -> ApiResult<TableOptions> {
+        self.include = match query.get("includeObject") {
+            None | Some("") | Some("Metadata") => IncludeObject::Metadata,
+            Some("None") => IncludeObject::None,
+            Some("Object") => IncludeObject::Object,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                    Value::String(other.to_string())
+                )))
+            }
+        };
+        Ok(self)
+    }
+}
+
+/// Turns objects of one resource into table rows and tables.
+pub struct Tabulator {
+    def: &'static ResourceDef,
+    printer: &'static Printer,
+    opts: TableOptions,
+    /// Fixed printing time (tests); `None` prints at the current time.
+    now: Option<DateTime<Utc>>,
+    /// Whether embedded objects are converted to `def`'s version (false for `Scale`).
+    convert: bool,
+}
+
+impl Tabulator {
+    /// For objects of `def`, printed at the current time.
+    pub fn new(def: &'static ResourceDef, opts: TableOptions) -> Tabulator {
+        Tabulator {
+            def,
+            printer: printer_for(def).unwrap_or(&DEFAULT),
+            opts,
+            now: None,
+            convert: true,
+        }
+    }
+
+    /// For `Scale` objects of `def`'s `/scale` subresource.
+    pub fn scale(def: &'static ResourceDef, opts: TableOptions) -> Tabulator {
+        Tabulator {
+            printer: &SCALE,
+            convert: false,
+            ..Tabulator::new(def, opts)
+        }
+    }
+
+    /// Print as of `now` instead of the current time (tests).
+    pub fn at(mut self, now: DateTime<Utc>) -> Tabulator {
+        self.now = Some(now);
+        self
+    }
+
+    /// The column definitions.
+    pub fn columns(&self) -> Value {
+        Value::Array(
+            self.printer
+                .columns
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c.name,
+                        "type": c.ty,
+                        "format": c.format,
+                        "description": c.desc.text(),
+                        "priority": c.priority,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The row of one object, given in its stored representation.
+    pub fn row(&self, stored: &Value) -> ApiResult<Value> {
+        let now = self.now.unwrap_or_else(Utc::now);
+        let Row { cells, conditions } = (self.printer.print)(stored, now);
+        let mut row = Map::new();
+        row.insert("cells".into(), Value::Array(cells));
+        if let Some(c) = conditions {
+            row.insert("conditions".into(), c);
+        }
+        let initial_end = stored
+            .pointer("/metadata/annotations/k8s.io~1initial-events-end")
+            .is_some_and(|v| v.as_str() == Some("true"));
+        let object = match self.opts.include {
+            IncludeObject::Object if self.convert => {
+                codec::present_value(self.def, stored.clone())?
+            }
+            IncludeObject::Object => stored.clone(),
+            IncludeObject::None if !initial_end => Value::Null,
+            IncludeObject::Metadata | IncludeObject::None => json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": self.opts.version.api_version(),
+                "metadata": stored.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            }),
+        };
+        row.insert("object".into(), object);
+        Ok(Value::Object(row))
+    }
+
+    /// A table of `rows` with list metadata `metadata`; `headers` false gives
+    /// `"columnDefinitions": null` (watch events after the first).
+    pub fn table(&self, metadata: Map<String, Value>, rows: Vec<Value>, headers: bool) -> Value {
+        json!({
+            "kind": "Table",
+            "apiVersion": self.opts.version.api_version(),
+            "metadata": metadata,
+            "columnDefinitions": if headers { self.columns() } else { Value::Null },
+            "rows": rows,
+        })
+    }
+
+    /// The table of one object: its row, and its resourceVersion as the table's.
+    pub fn object_table(&self, stored: &Value, headers: bool) -> ApiResult<Value> {
+        let mut meta = Map::new();
+        if let Some(rv) = stored.pointer("/metadata/resourceVersion") {
+            meta.insert("resourceVersion".into(), rv.clone());
+        }
+        Ok(self.table(meta, vec![self.row(stored)?], headers))
+    }
+}
+
+// ----------------------------------------------------------------------------------
+// Reading objects: missing or mistyped fields read as Go's zero values.
+
+/// The string at a JSON pointer, `""` when absent.
+pub(crate) fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The string at a JSON pointer, when present.
+pub(crate) fn opt_s<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
+    v.pointer(ptr).and_then(Value::as_str)
+}
+
+/// The integer at a JSON pointer, 0 when absent.
+pub(crate) fn int(v: &Value, ptr: &str) -> i64 {
+    v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// The boolean at a JSON pointer, false when absent.
+pub(crate) fn flag(v: &Value, ptr: &str) -> bool {
+    v.pointer(ptr).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The array at a JSON pointer, empty when absent.
+pub(crate) fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Number of entries of the map at a JSON pointer.
+pub(crate) fn map_len(v: &Value, ptr: &str) -> usize {
+    v.pointer(ptr)
+        .and_then(Value::as_object)
+        .map_or(0, Map::len)
+}
+
+/// The object's name as a cell.
+pub(crate) fn name(v: &Value) -> Value {
+    json!(s(v, "/metadata/name"))
+}
+
+/// The object's age as a cell.
+pub(crate) fn age(v: &Value, now: DateTime<Utc>) -> Value {
+    json!(duration::since(
+        opt_s(v, "/metadata/creationTimestamp"),
+        now
+    ))
+}
+
+/// Whether the object is being deleted.
+pub(crate) fn deleting(v: &Value) -> bool {
+    v.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// `labels.FormatLabels`: `k=v` pairs sorted by key, `<none>` when empty.
+pub(crate) fn format_labels(m: Option<&Value>) -> String {
+    let Some(m) = m.and_then(Value::as_object).filter(|m| !m.is_empty()) else {
+        return "<none>".into();
+    };
+    let mut pairs: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(sel).String()`: empty for empty or missing selectors,
+/// `<invalid>` for bad ones.
+pub(crate) fn selector_string(sel: Option<&Value>) -> String {
+    match crate::selector::LabelSelector::from_label_selector_json(sel.unwrap_or(&Value::Null)) {
+        Ok(s) => s.to_string(),
+        Err(_) => "<invalid>".into(),
+    }
+}
+
+/// `metav1.FormatLabelSelector`: `<none>` for empty or missing selectors, `<error>` for
+/// bad ones.
+pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
+    match crate::selector::LabelSelector::from_label_selector_json(sel.unwrap_or(&Value::Null)) {
+        Ok(s) => {
+            let s = s.to_string();
+            if s.is_empty() {
+                "<none>".into()
+            } else {
+                s
+            }
+        }
+        Err(_) => "<error>".into(),
+    }
+}
+
+/// Container names and images of a pod spec, each joined with `,`.
+pub(crate) fn containers(pod_spec: Option<&Value>) -> (String, String) {
+    let list = pod_spec
+        .and_then(|p| p.get("containers"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let names: Vec<&str> = list
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    let images: Vec<&str> = list
+        .iter()
+        .map(|c| c.get("image").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    (names.join(","), images.join(","))
+}
+
+/// Go's `IntOrString.String()` (and plain values): numbers and strings as written.
+pub(crate) fn int_or_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `printBool`: `True` or `False`.
+pub(crate) fn bool_word(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+#[cfg(test)]
+mod tests;
