@@ -160,6 +160,9 @@ pub async fn run_with_address(
         health_probe_bind_address: address,
         sync_period: (!config.min_resync_period.is_zero()).then_some(resync),
         client_qps: Some((config.kube_api_qps, config.kube_api_burst)),
+        // the workload controllers list pods and ReplicaSets on every sync: share decoded
+        // objects as client-go's informers do instead of decoding per read
+        cache_storage: coxswain_runtime::cache::Storage::Decoded,
         ..ManagerOptions::default()
     };
     let mut controller_options = config.options.clone();

@@ -169,6 +169,9 @@ pub struct ManagerOptions {
     pub sync_period: Option<Duration>,
     /// Restrict the cache to one namespace (default: all).
     pub namespace: Option<String>,
+    /// How the cache holds objects (default compact JSON decoded per read; `Decoded`
+    /// shares decoded objects: more memory, free reads).
+    pub cache_storage: crate::cache::Storage,
     /// Client-side rate limit of the manager's client: requests per second and burst
     /// (client-go's token bucket; default: none). Only [`Manager::new`] applies it.
     pub client_qps: Option<(f32, u32)>,
@@ -196,6 +199,7 @@ impl Default for ManagerOptions {
             sync_period: None,
             namespace: None,
             client_qps: None,
+            cache_storage: crate::cache::Storage::Compact,
             webhook: WebhookServerOptions::default(),
         }
     }
@@ -333,6 +337,7 @@ impl Manager {
             None => Cache::new(client.clone(), cache_cancel.clone()),
         };
         cache.set_default_resync(options.sync_period);
+        cache.set_default_storage(options.cache_storage);
         let cache = Arc::new(cache);
         let healthz = Probe::default();
         let readyz = Probe::default();

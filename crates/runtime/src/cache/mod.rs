@@ -96,6 +96,13 @@ impl Cache {
         self.defaults.resync = period;
     }
 
+    /// How the informers made by [`Cache::informer`] hold objects ([`Storage::Compact`]
+    /// by default; [`Storage::Decoded`] for processes whose controllers list much more
+    /// than objects change, such as a controller manager).
+    pub fn set_default_storage(&mut self, storage: Storage) {
+        self.defaults.storage = storage;
+    }
+
     /// The namespace the cache is restricted to, if any.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
