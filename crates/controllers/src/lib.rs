@@ -6,8 +6,10 @@
 //! [`controller_utils`] holds what several workload controllers share (expectations, pod
 //! ranking, pod creation and deletion with events, adoption and release of children);
 //! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
-//! [`deployment`] the Deployment controller; [`serviceaccount`], [`rootcacertpublisher`]
-//! and [`clusterroleaggregation`] the namespace and RBAC housekeeping controllers.
+//! [`deployment`] the Deployment controller; [`garbagecollector`] and [`namespace`] make
+//! deletion cascade (both find resources through [`discovery`]); [`serviceaccount`],
+//! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
+//! housekeeping controllers.
 
 #![warn(missing_docs)]
 
@@ -15,6 +17,9 @@ pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
 pub mod deployment;
+pub mod discovery;
+pub mod garbagecollector;
+pub mod namespace;
 pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
@@ -66,6 +71,8 @@ pub fn builtin() -> Registry {
             disabled_by_default: false,
             constructor: replicationcontroller,
         },
+        garbagecollector::descriptor(),
+        namespace::descriptor(),
         serviceaccount::descriptor(),
         rootcacertpublisher::descriptor(),
         clusterroleaggregation::descriptor(),
