@@ -180,3 +180,38 @@ def test_controller_manager_health_and_controllers_listing(cluster):
     assert "deployment-controller enabled" in listing
     metrics = requests.get(f"{base}/metrics", timeout=5).text
     assert 'controller_runtime_reconcile_total{controller="deployment"' in metrics
+
+
+def test_deleting_a_deployment_collects_its_replicasets_and_pods(kc, wns):
+    kc("create", "deployment", "gc", "--image=nginx:1.27", "--replicas=2", "-n", wns)
+    kc("rollout", "status", "deployment/gc", "-n", wns, "--timeout=90s")
+    assert len(rs_of(kc, wns, "gc")) == 1
+    kc("delete", "deployment", "gc", "-n", wns)
+    wait_until(lambda: not kc.json("get", "rs", "-n", wns, "-l", "app=gc", "-o", "json")["items"],
+               timeout=60)
+    wait_until(lambda: not live_pods(kc, wns, "gc"), timeout=60)
+
+
+def test_orphan_cascade_keeps_the_replicaset_without_owner(kc, wns):
+    kc("create", "deployment", "orph", "--image=nginx:1.27", "--replicas=1", "-n", wns)
+    kc("rollout", "status", "deployment/orph", "-n", wns, "--timeout=90s")
+    kc("delete", "deployment", "orph", "-n", wns, "--cascade=orphan")
+    def orphaned():
+        items = kc.json("get", "rs", "-n", wns, "-l", "app=orph", "-o", "json")["items"]
+        return len(items) == 1 and not items[0]["metadata"].get("ownerReferences")
+    wait_until(orphaned, timeout=60)
+
+
+def test_namespace_deletion_removes_its_content_and_the_namespace(kc):
+    name = f"gone-{uuid.uuid4().hex[:8]}"
+    kc("create", "namespace", name)
+    kc("create", "deployment", "web", "--image=nginx:1.27", "--replicas=1", "-n", name)
+    kc("create", "configmap", "cm", "--from-literal=a=b", "-n", name)
+    # the housekeeping controllers fill a new namespace
+    wait_until(lambda: kc("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+               timeout=30)
+    wait_until(lambda: kc("get", "configmap", "kube-root-ca.crt", "-n", name, check=False).returncode == 0,
+               timeout=30)
+    kc("delete", "namespace", name, "--timeout=120s")
+    r = kc("get", "namespace", name, check=False)
+    assert r.returncode != 0 and "NotFound" in r.stderr
