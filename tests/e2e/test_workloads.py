@@ -215,3 +215,13 @@ def test_namespace_deletion_removes_its_content_and_the_namespace(kc):
     kc("delete", "namespace", name, "--timeout=120s")
     r = kc("get", "namespace", name, check=False)
     assert r.returncode != 0 and "NotFound" in r.stderr
+
+
+def test_foreground_cascade_waits_for_the_dependents(kc, wns):
+    kc("create", "deployment", "fg", "--image=nginx:1.27", "--replicas=2", "-n", wns)
+    kc("rollout", "status", "deployment/fg", "-n", wns, "--timeout=90s")
+    # kubectl waits for the Deployment to disappear, which happens only after its
+    # ReplicaSet (and that one's pods) are gone
+    kc("delete", "deployment", "fg", "-n", wns, "--cascade=foreground", "--timeout=120s")
+    assert kc("get", "deployment", "fg", "-n", wns, check=False).returncode != 0
+    assert not kc.json("get", "rs", "-n", wns, "-l", "app=fg", "-o", "json")["items"]
