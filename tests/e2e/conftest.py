@@ -563,84 +563,12 @@ def apps_v1(api_client):
     return client.AppsV1Api(api_client)
 
 
-class FakeKubelet:
-    """Stand-in for kubelets until the node simulator: a thread that watches pods and
-    marks each new one Running and Ready (status subresource), as
-    `coxswain_runtime::envtest::fake_kubelet` does for the Rust tests."""
-
-    def __init__(self, api_client, delay: float = 0.0):
-        from kubernetes import client
-
-        self.core = client.CoreV1Api(api_client)
-        self.delay = delay
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.seq = 0
-
-    def start(self) -> "FakeKubelet":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopped.set()
-
-    def _ready(self, pod) -> None:
-        import datetime
-
-        if self.delay:
-            time.sleep(self.delay)
-        self.seq += 1
-        ip = f"10.244.{(self.seq >> 8) & 255}.{self.seq & 255}"
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        cond = lambda t: {"type": t, "status": "True", "lastTransitionTime": now}
-        body = {"status": {
-            "phase": "Running", "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
-            "hostIP": "10.0.0.1",
-            "conditions": [cond("PodScheduled"), cond("Initialized"),
-                           cond("ContainersReady"), cond("Ready")],
-            "containerStatuses": [
-                {"name": c.name, "image": c.image or "", "imageID": "", "ready": True,
-                 "started": True, "restartCount": 0, "state": {"running": {"startedAt": now}}}
-                for c in (pod.spec.containers or [])
-            ],
-        }}
-        try:
-            self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, body)
-        except Exception:
-            pass
-
-    def _run(self) -> None:
-        from kubernetes import watch
-
-        rv = ""
-        while not self.stopped.is_set():
-            try:
-                w = watch.Watch()
-                for ev in w.stream(self.core.list_pod_for_all_namespaces,
-                                   resource_version=rv, timeout_seconds=5):
-                    if self.stopped.is_set():
-                        w.stop()
-                        return
-                    pod = ev["object"]
-                    rv = pod.metadata.resource_version
-                    phase = pod.status.phase if pod.status else None
-                    if ev["type"] in ("ADDED", "MODIFIED") and phase in (None, "Pending") \
-                            and pod.metadata.deletion_timestamp is None:
-                        threading.Thread(target=self._ready, args=(pod,), daemon=True).start()
-            except Exception:
-                rv = ""
-                time.sleep(0.2)
-
-
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Iterable[CoxswainServer]:
-    """`coxswain up` (API server + controller manager) with a kubelet stand-in."""
+    """`coxswain up`: API server, controller manager and 3 simulated nodes."""
     srv = CoxswainServer(tmp_path_factory.mktemp("coxswain-up"), name="up", command="up")
     srv.start()
-    client = srv.api_client()
-    kubelet = FakeKubelet(client).start()
     yield srv
-    kubelet.stop()
     srv.stop()
 
 

@@ -1,8 +1,7 @@
 """Workloads on `coxswain up`: the Deployment and ReplicaSet controllers judged by
 `kubectl rollout`, `kubectl set image`, `kubectl scale` and the Python client.
 
-Pods are made Running and Ready by the FakeKubelet of conftest (the node simulator comes
-later)."""
+Pods are scheduled and made Running and Ready by the node simulator of `coxswain up`."""
 
 from __future__ import annotations
 
@@ -225,3 +224,23 @@ def test_foreground_cascade_waits_for_the_dependents(kc, wns):
     kc("delete", "deployment", "fg", "-n", wns, "--cascade=foreground", "--timeout=120s")
     assert kc("get", "deployment", "fg", "-n", wns, check=False).returncode != 0
     assert not kc.json("get", "rs", "-n", wns, "-l", "app=fg", "-o", "json")["items"]
+
+
+def test_nodes_are_ready_and_pods_get_nodes_and_ips(kc, wns):
+    nodes = kc.json("get", "nodes", "-o", "json")["items"]
+    assert len(nodes) == 3
+    for n in nodes:
+        ready = {c["type"]: c["status"] for c in n["status"]["conditions"]}["Ready"]
+        assert ready == "True"
+    out = kc("get", "nodes").stdout
+    assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"] and "Ready" in out
+    kc("create", "deployment", "wide", "--image=nginx:1.27", "--replicas=3", "-n", wns)
+    kc("rollout", "status", "deployment/wide", "-n", wns, "--timeout=90s")
+    pods = live_pods(kc, wns, "wide")
+    assert all(p["spec"].get("nodeName") for p in pods)
+    assert all(p["status"].get("podIP") for p in pods)
+    wide = kc("get", "pods", "-n", wns, "-o", "wide").stdout
+    assert "NODE" in wide.splitlines()[0] and "sim-node-" in wide
+    # node heartbeats: the Leases in kube-node-lease are renewed
+    leases = kc.json("get", "leases", "-n", "kube-node-lease", "-o", "json")["items"]
+    assert len(leases) == 3

@@ -86,8 +86,9 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
         }
     }
     // clients do not set status on create; defaulting fills what upstream records
-    // (pod phase and QoS class, namespace phase, service load balancer)
-    if def.has_status() {
+    // (pod phase and QoS class, namespace phase, service load balancer). Nodes keep
+    // theirs: kubelets register with their status (upstream node PrepareForCreate).
+    if def.has_status() && !(def.group.is_empty() && def.kind == "Node") {
         if let Some(o) = obj.as_object_mut() {
             o.insert("status".into(), json!({}));
         }
@@ -271,6 +272,15 @@ pub fn ready_to_vanish(obj: &Value) -> bool {
     if obj.pointer("/metadata/deletionTimestamp").is_none() {
         return false;
     }
+    // a graceful deletion in progress (a pod with grace > 0) ends with a DELETE, not
+    // with an update (upstream `shouldDeleteDuringUpdate`)
+    if obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .is_some_and(|g| g > 0)
+    {
+        return false;
+    }
     let meta_fin = obj
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -319,6 +329,9 @@ mod tests {
     #[test]
     fn vanish_rules() {
         assert!(!ready_to_vanish(&json!({"metadata": {}})));
+        assert!(!ready_to_vanish(
+            &json!({"metadata": {"deletionTimestamp": "t", "deletionGracePeriodSeconds": 30}})
+        ));
         assert!(ready_to_vanish(
             &json!({"metadata": {"deletionTimestamp": "t", "finalizers": []}})
         ));

@@ -1,4 +1,4 @@
-//! The `coxswain` binary: `up`, `apiserver` and `controller-manager` sub-commands.
+//! The `coxswain` binary: `up`, `apiserver`, `controller-manager` and `sim` sub-commands.
 
 mod controller_manager;
 
@@ -46,11 +46,69 @@ struct ServerArgs {
 enum Command {
     /// Run the embedded Kubernetes-compatible API server.
     Apiserver(ServerArgs),
-    /// Run a whole cluster in this process: the API server and the controller manager.
-    Up(ServerArgs),
+    /// Run a whole cluster in this process: the API server, the controller manager and
+    /// simulated nodes.
+    Up(UpArgs),
     /// Run the built-in controllers against a cluster (kube-controller-manager's flags).
     #[command(name = "controller-manager")]
     ControllerManager(Box<controller_manager::Args>),
+    /// Simulate nodes, a scheduler and kubelets against a cluster (like kwok).
+    Sim(SimArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct UpArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Simulated nodes (0: none; pods then stay Pending).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+}
+
+#[derive(clap::Args, Clone)]
+struct SimArgs {
+    /// Path to a kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Simulated nodes to create (or adopt).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Do not schedule pods (next to a real kube-scheduler).
+    #[arg(long)]
+    no_scheduler: bool,
+}
+
+async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .context("loading the kubeconfig")?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no Kubernetes configuration")?,
+    };
+    kube::Client::try_from(config).context("building the client")
+}
+
+async fn run_sim(args: SimArgs) -> anyhow::Result<i32> {
+    let client = kube_client(args.kubeconfig.as_deref()).await?;
+    let config = coxswain_sim::SimConfig {
+        nodes: args.nodes,
+        scheduler: !args.no_scheduler,
+        ..Default::default()
+    };
+    let cancel = coxswain_runtime::manager::shutdown_signal();
+    match coxswain_sim::run(client, config, cancel).await {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(1)
+        }
+    }
 }
 
 fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
@@ -63,7 +121,12 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c
 }
 
-async fn run_server(args: ServerArgs, what: &str, with_controllers: bool) -> anyhow::Result<i32> {
+async fn run_server(
+    args: ServerArgs,
+    what: &str,
+    with_controllers: bool,
+    nodes: usize,
+) -> anyhow::Result<i32> {
     let running = coxswain_apiserver::server::start(config(&args))
         .await
         .with_context(|| format!("starting the API server on {}", args.bind))?;
@@ -85,6 +148,21 @@ async fn run_server(args: ServerArgs, what: &str, with_controllers: bool) -> any
     } else {
         None
     };
+    let sim = if with_controllers && nodes > 0 {
+        let client = kube_client(Some(&kubeconfig)).await?;
+        let config = coxswain_sim::SimConfig {
+            nodes,
+            ..Default::default()
+        };
+        println!("simulated nodes: {nodes} (kubectl get nodes)");
+        Some(tokio::spawn(coxswain_sim::run(
+            client,
+            config,
+            stop.clone(),
+        )))
+    } else {
+        None
+    };
     println!("kubeconfig written to {}", kubeconfig.display());
     println!("export KUBECONFIG={}", kubeconfig.display());
     stop.cancelled().await;
@@ -99,6 +177,11 @@ async fn run_server(args: ServerArgs, what: &str, with_controllers: bool) -> any
             }
             Err(_) => 1,
         };
+    }
+    if let Some(task) = sim {
+        if let Ok(Err(e)) = task.await {
+            tracing::error!(error = %e, "node simulator stopped");
+        }
     }
     running.shutdown.cancel();
     let _ = running.task.await;
@@ -125,8 +208,9 @@ fn main() -> anyhow::Result<()> {
         .context("building the tokio runtime")?;
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Apiserver(a) => run_server(a, "apiserver", false).await,
-            Command::Up(a) => run_server(a, "up", true).await,
+            Command::Apiserver(a) => run_server(a, "apiserver", false, 0).await,
+            Command::Up(a) => run_server(a.server, "up", true, a.nodes).await,
+            Command::Sim(a) => run_sim(a).await,
             Command::ControllerManager(a) => controller_manager::run(*a).await,
         }
     })?;

@@ -1,3 +1,301 @@
-//! Simulated nodes and kubelet behaviour (pod lifecycle, node heartbeats) and a small
-//! scheduler, so that workloads progress with no real nodes. Empty until the simulator
-//! issue lands.
+//! Simulated nodes, a small scheduler and kubelet behaviour for pods, so that workloads
+//! progress with no real nodes (what [kwok](https://kwok.sigs.k8s.io) does).
+//!
+//! Three parts run against any Kubernetes API (the embedded one or a real cluster),
+//! reading through the runtime's shared [`Cache`](coxswain_runtime::cache::Cache):
+//!
+//! * **Nodes** ([`nodes`]): `SimConfig::nodes` nodes are created (or adopted) with the
+//!   usual labels, capacity, addresses and `nodeInfo`; every node carrying the managed
+//!   label (`sim.coxswain.dev/managed=true` by default), whoever created it, reports
+//!   `Ready=True` and no pressure, renews its Lease in `kube-node-lease` every 10 s
+//!   (duration 40 s) and refreshes its status every 5 minutes or when it changes, as
+//!   kubelet's defaults. Nodes without the label are never touched, so the simulator
+//!   coexists with real nodes.
+//! * **Scheduler** ([`scheduler`]): binds pending pods of the configured
+//!   `schedulerName` through `pods/binding`, with upstream's filters (unschedulable
+//!   nodes, taints and tolerations, nodeSelector and required node affinity, host
+//!   ports, resource fit and pod count) and least-allocated scoring; pods that fit
+//!   nowhere get `PodScheduled=False`/`Unschedulable` with upstream's message ("0/3
+//!   nodes are available: 3 Insufficient cpu.") and a `FailedScheduling` event. Turn
+//!   it off ([`SimConfig::scheduler`]) next to a real kube-scheduler.
+//! * **Kubelet** ([`kubelet`], [`podstatus`]): pods bound to managed nodes go
+//!   `Pending` → `Running` with the kubelet's conditions, container statuses, a pod IP
+//!   from the node's pod CIDR and the node's host IP; they become ready after
+//!   [`SimConfig::pod_ready_delay`]; Job pods exit 0 after
+//!   [`SimConfig::job_pod_run_duration`] and end `Succeeded`; graceful deletion is
+//!   honoured.
+//!
+//! # Per-pod behaviour
+//!
+//! Annotations on a pod change what its containers do (all containers alike; init
+//! containers always complete at once). Bad values are reported in an
+//! `InvalidSimulatorAnnotation` warning event and ignored.
+//!
+//! | annotation | value | effect |
+//! |---|---|---|
+//! | `sim.coxswain.dev/ready-after` | duration (`5s`, `1m30s`) | containers become ready this long after they start |
+//! | `sim.coxswain.dev/never-ready` | `"true"` | containers run but never become ready |
+//! | `sim.coxswain.dev/start-after` | duration | the pod stays `Pending` (`ContainerCreating`) this long |
+//! | `sim.coxswain.dev/complete-after` | duration | containers exit 0 this long after they start |
+//! | `sim.coxswain.dev/fail` | exit code, not 0 | containers exit with that code after `fail-after` |
+//! | `sim.coxswain.dev/fail-after` | duration | run time before `fail`/`crash-loop` exits (default: the Job run duration) |
+//! | `sim.coxswain.dev/crash-loop` | `"true"` | containers exit 1 after `fail-after`, every time they run |
+//!
+//! What follows an exit is the kubelet's rule, by `restartPolicy`: under `Never` the
+//! pod ends `Succeeded` (all exited 0) or `Failed`; under `OnFailure` failed containers
+//! restart; under `Always` (the default for bare pods and the only choice in
+//! Deployments) every exited container restarts, with `CrashLoopBackOff` waits that
+//! double from [`SimConfig::crash_loop_backoff`] (10 s) up to 5 minutes, a growing
+//! `restartCount` and the exit in `lastState.terminated`. So `fail` gives phase
+//! `Failed` to pods with `restartPolicy: Never` (Job pods, typically), and a crash loop
+//! to the others. Durations are counted from timestamps with second precision: never
+//! early, at most about a second late.
+//!
+//! # Running it
+//!
+//! Inside a [`Manager`] (as `coxswain up` does), sharing its cache, client and events:
+//!
+//! ```no_run
+//! # async fn demo(mgr: coxswain_runtime::manager::Manager) -> Result<(), coxswain_sim::Error> {
+//! let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig::default())?;
+//! sim.add_to(&mgr)?;
+//! // ... add the controllers, then mgr.start(cancel).await
+//! # Ok(()) }
+//! ```
+//!
+//! Standalone (`coxswain sim --kubeconfig ...`): [`run`] builds a manager around the
+//! client (no metrics or probe servers) and runs until the token is cancelled.
+//!
+//! The runnables need leader election (the manager's default for controllers): with
+//! several replicas only the leader simulates.
+
+#![warn(missing_docs)]
+
+pub mod behaviour;
+mod conditions;
+pub mod config;
+pub mod filters;
+pub mod ipam;
+pub mod kubelet;
+pub mod nodes;
+pub mod podstatus;
+pub mod resources;
+pub mod scheduler;
+
+use std::sync::Arc;
+
+use coxswain_runtime::builder::ControllerBuilder;
+use coxswain_runtime::cache::Change;
+use coxswain_runtime::controller::{Context, ControllerOptions};
+use coxswain_runtime::handler::EnqueueMapped;
+use coxswain_runtime::manager::{runnable, Manager, ManagerError, ManagerOptions};
+use coxswain_runtime::predicate::BoxPredicate;
+use coxswain_runtime::workqueue::ItemExponentialFailureRateLimiter;
+use coxswain_runtime::ObjectKey;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{SimConfig, MANAGED_LABEL};
+pub use kubelet::Kubelet;
+pub use nodes::NodeManager;
+pub use scheduler::Scheduler;
+
+/// Why the simulator could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A bad configuration value.
+    #[error("invalid simulator configuration: {0}")]
+    Config(String),
+    /// The manager failed (standalone [`run`]) or refused a runnable.
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+/// The simulator: validated configuration, and the parts it adds to a manager.
+#[derive(Clone, Debug)]
+pub struct Simulator {
+    config: Arc<SimConfig>,
+}
+
+/// The parts of a simulator added to a manager (for diagnostics and tests).
+pub struct Parts {
+    /// The node heartbeats.
+    pub nodes: Arc<NodeManager>,
+    /// The scheduler, when enabled.
+    pub scheduler: Option<Arc<Scheduler>>,
+    /// The kubelets.
+    pub kubelet: Arc<Kubelet>,
+}
+
+fn pod_of(c: &Change<Pod>) -> &Pod {
+    match c {
+        Change::Added(p) | Change::Deleted(p) => p,
+        Change::Updated { new, .. } => new,
+    }
+}
+
+impl Simulator {
+    /// A simulator with `config` (validated).
+    pub fn new(config: SimConfig) -> Result<Simulator, Error> {
+        config.validate()?;
+        Ok(Simulator {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// Add the simulator's runnables to `mgr`: the node registrar and heartbeat
+    /// controller (`sim-nodes`), the scheduler (`sim-scheduler`, when enabled) and the
+    /// kubelet (`sim-kubelet`). They use the manager's cache, client and event
+    /// recorders (`default-scheduler`, `kubelet`), and start with the manager.
+    pub fn add_to(&self, mgr: &Manager) -> Result<Parts, Error> {
+        let cfg = self.config.clone();
+        let cache = mgr.cache().clone();
+        let client = mgr.client().clone();
+
+        let nodes = NodeManager::new(cfg.clone(), cache.clone(), client.clone());
+        let managed = {
+            let cfg = cfg.clone();
+            move |c: &Change<Node>| match c {
+                Change::Added(n) | Change::Deleted(n) => nodes::is_managed(&cfg, n),
+                Change::Updated { old, new } => {
+                    nodes::is_managed(&cfg, old) || nodes::is_managed(&cfg, new)
+                }
+            }
+        };
+        let n = nodes.clone();
+        let node_controller = ControllerBuilder::new(&cache)
+            .named("sim-nodes")
+            .with_options(ControllerOptions {
+                max_concurrent_reconciles: cfg.node_workers.max(1),
+                ..Default::default()
+            })
+            .for_::<Node>()
+            .with_event_filter(managed)
+            .build(move |_ctx: Context, key: ObjectKey| {
+                let n = n.clone();
+                async move { n.reconcile(key).await }
+            });
+        let n = nodes.clone();
+        mgr.add(runnable(
+            "sim-node-registrar",
+            true,
+            move |cancel| async move {
+                n.register(cancel).await;
+                Ok(())
+            },
+        ))?;
+        mgr.add(node_controller)?;
+
+        let scheduler = if cfg.scheduler {
+            let s = Scheduler::new(
+                cfg.clone(),
+                cache.clone(),
+                client.clone(),
+                mgr.event_recorder(&cfg.scheduler_name),
+            );
+            let limiter = ItemExponentialFailureRateLimiter::<ObjectKey>::new(
+                cfg.scheduler_initial_backoff,
+                cfg.scheduler_max_backoff,
+            );
+            let c = cfg.clone();
+            let r = s.clone();
+            let controller = ControllerBuilder::new(&cache)
+                .named("sim-scheduler")
+                .with_options(ControllerOptions {
+                    max_concurrent_reconciles: cfg.scheduler_workers.max(1),
+                    rate_limiter: Some(Arc::new(limiter)),
+                    ..Default::default()
+                })
+                .for_::<Pod>()
+                .with_event_filter(move |ch: &Change<Pod>| {
+                    !matches!(ch, Change::Deleted(_)) && Scheduler::interested(&c, pod_of(ch))
+                })
+                .build(move |_ctx: Context, key: ObjectKey| {
+                    let r = r.clone();
+                    async move { r.reconcile(key).await }
+                });
+            let queue = controller.queue().clone();
+            let w = s.clone();
+            mgr.add(runnable(
+                "sim-scheduler-requeue",
+                true,
+                move |cancel| async move {
+                    w.requeue_on_changes(queue, cancel).await;
+                    Ok(())
+                },
+            ))?;
+            mgr.add(controller)?;
+            Some(s)
+        } else {
+            None
+        };
+
+        let kubelet = Kubelet::new(
+            cfg.clone(),
+            cache.clone(),
+            client,
+            mgr.event_recorder("kubelet"),
+        );
+        let k = kubelet.clone();
+        let map = kubelet.clone();
+        let c = cfg.clone();
+        let node_matters: BoxPredicate<Node> =
+            Arc::new(move |ch: &Change<Node>| Kubelet::node_change_matters(&c, ch));
+        let kubelet_controller = ControllerBuilder::new(&cache)
+            .named("sim-kubelet")
+            .with_options(ControllerOptions {
+                max_concurrent_reconciles: cfg.kubelet_workers.max(1),
+                ..Default::default()
+            })
+            .for_::<Pod>()
+            .with_event_filter(|ch: &Change<Pod>| {
+                pod_of(ch)
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty())
+            })
+            .watches_with::<Node>(
+                EnqueueMapped(move |n: &Node| map.pods_on(n)),
+                vec![node_matters],
+            )
+            .build(move |_ctx: Context, key: ObjectKey| {
+                let k = k.clone();
+                async move { k.reconcile(key).await }
+            });
+        mgr.add(kubelet_controller)?;
+        Ok(Parts {
+            nodes,
+            scheduler,
+            kubelet,
+        })
+    }
+}
+
+/// Run the simulator with `client` until `cancel` fires: a [`Manager`] around the
+/// client (no metrics or health servers, no leader election) with the simulator's
+/// runnables. For `coxswain sim --kubeconfig ...`.
+pub async fn run(
+    client: kube::Client,
+    config: SimConfig,
+    cancel: CancellationToken,
+) -> Result<(), Error> {
+    let sim = Simulator::new(config)?;
+    let mgr = Manager::with_client(
+        client,
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    );
+    sim.add_to(&mgr)?;
+    tracing::info!(nodes = sim.config().nodes, "node simulator starting");
+    mgr.start(cancel).await?;
+    tracing::info!("node simulator stopped: shutdown requested");
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! Per-pod behaviour chosen by annotations (see the crate documentation for the
+//! table), and Go-style duration parsing for their values.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// Prefix of every simulator annotation.
+pub const PREFIX: &str = "sim.coxswain.dev/";
+/// Containers become ready this long after they start (overrides
+/// [`crate::SimConfig::pod_ready_delay`]).
+pub const READY_AFTER: &str = "sim.coxswain.dev/ready-after";
+/// `"true"`: containers run but never become ready.
+pub const NEVER_READY: &str = "sim.coxswain.dev/never-ready";
+/// The pod stays `Pending` (containers `ContainerCreating`) this long after the
+/// simulated kubelet first sees it, as a slow image pull would.
+pub const START_AFTER: &str = "sim.coxswain.dev/start-after";
+/// Containers exit with code 0 this long after they start.
+pub const COMPLETE_AFTER: &str = "sim.coxswain.dev/complete-after";
+/// Containers exit with this (non-zero) exit code after [`FAIL_AFTER`].
+pub const FAIL: &str = "sim.coxswain.dev/fail";
+/// How long containers run before [`FAIL`] or [`CRASH_LOOP`] makes them exit (default
+/// [`crate::SimConfig::job_pod_run_duration`]).
+pub const FAIL_AFTER: &str = "sim.coxswain.dev/fail-after";
+/// `"true"`: containers exit with code 1 after [`FAIL_AFTER`], every time they run.
+pub const CRASH_LOOP: &str = "sim.coxswain.dev/crash-loop";
+
+/// How a container exits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// Its exit code.
+    pub code: i32,
+    /// How long it runs first.
+    pub after: Duration,
+}
+
+/// What the simulated kubelet does with one pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Behaviour {
+    /// Delay from a container's start to its readiness.
+    pub ready_after: Duration,
+    /// Containers never become ready.
+    pub never_ready: bool,
+    /// Delay before containers start.
+    pub start_after: Duration,
+    /// How containers exit, if they do.
+    pub exit: Option<Exit>,
+}
+
+/// Parse a Go duration (`"300ms"`, `"1.5h"`, `"2m30s"`; units ns, us, µs, ms, s, m, h;
+/// `"0"` alone needs no unit). Negative durations are refused.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    let mut rest = s.strip_prefix('+').unwrap_or(s);
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..u] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[u..];
+        total += number * scale;
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+fn flag(value: &str) -> Result<bool, String> {
+    match value.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!("want \"true\" or \"false\", got {other:?}")),
+    }
+}
+
+fn duration(value: &str) -> Result<Duration, String> {
+    parse_duration(value)
+        .ok_or_else(|| format!("want a duration such as \"5s\" or \"1m30s\", got {value:?}"))
+}
+
+/// Whether the pod is controlled by a Job (an owner reference of kind Job in
+/// `batch/v1`).
+pub fn owned_by_job(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "Job" && o.api_version.starts_with("batch/"))
+}
+
+/// Defaults that annotations override.
+#[derive(Clone, Copy, Debug)]
+pub struct Defaults {
+    /// Readiness delay.
+    pub ready_after: Duration,
+    /// Run time of Job pods and of failing containers.
+    pub run_duration: Duration,
+}
+
+/// The behaviour of `pod`, and one message per annotation whose value could not be
+/// used (those are ignored).
+pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
+    let empty = BTreeMap::new();
+    let ann = pod.metadata.annotations.as_ref().unwrap_or(&empty);
+    let mut problems = Vec::new();
+    let mut get = |key: &str, parse: &dyn Fn(&str) -> Result<(), String>| -> Option<String> {
+        let v = ann.get(key)?;
+        match parse(v) {
+            Ok(()) => Some(v.clone()),
+            Err(e) => {
+                problems.push(format!("annotation {key}: {e}; ignored"));
+                None
+            }
+        }
+    };
+    let dur = |v: &str| duration(v).map(|_| ());
+    let flg = |v: &str| flag(v).map(|_| ());
+    let code = |v: &str| match v.trim().parse::<i32>() {
+        Ok(c) if c != 0 => Ok(()),
+        Ok(_) => Err(format!(
+            "exit code 0 is not a failure (use {COMPLETE_AFTER})"
+        )),
+        Err(_) => Err(format!("want a non-zero exit code, got {v:?}")),
+    };
+    let ready_after = get(READY_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let never_ready = get(NEVER_READY, &flg).is_some_and(|v| v.trim() == "true");
+    let start_after = get(START_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let complete_after = get(COMPLETE_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let fail = get(FAIL, &code).and_then(|v| v.trim().parse::<i32>().ok());
+    let fail_after = get(FAIL_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let crash_loop = get(CRASH_LOOP, &flg).is_some_and(|v| v.trim() == "true");
+    let run = fail_after.unwrap_or(defaults.run_duration);
+    let exit = if let Some(code) = fail {
+        Some(Exit { code, after: run })
+    } else if crash_loop {
+        Some(Exit {
+            code: 1,
+            after: run,
+        })
+    } else if let Some(after) = complete_after {
+        Some(Exit { code: 0, after })
+    } else if owned_by_job(pod) {
+        Some(Exit {
+            code: 0,
+            after: defaults.run_duration,
+        })
+    } else {
+        None
+    };
+    for key in ann.keys().filter(|k| k.starts_with(PREFIX)) {
+        let known = [
+            READY_AFTER,
+            NEVER_READY,
+            START_AFTER,
+            COMPLETE_AFTER,
+            FAIL,
+            FAIL_AFTER,
+            CRASH_LOOP,
+        ];
+        if !known.contains(&key.as_str()) {
+            problems.push(format!(
+                "annotation {key} is not known to the simulator; ignored"
+            ));
+        }
+    }
+    (
+        Behaviour {
+            ready_after: ready_after.unwrap_or(defaults.ready_after),
+            never_ready,
+            start_after: start_after.unwrap_or(Duration::ZERO),
+            exit,
+        },
+        problems,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    #[test]
+    fn go_durations() {
+        let ok = [
+            ("0", 0.0),
+            ("5s", 5.0),
+            ("300ms", 0.3),
+            ("1.5h", 5400.0),
+            ("2m30s", 150.0),
+            ("1h2m3s4ms", 3723.004),
+            ("10us", 0.00001),
+        ];
+        for (s, secs) in ok {
+            let d = parse_duration(s).unwrap_or_else(|| panic!("{s} parses"));
+            assert!((d.as_secs_f64() - secs).abs() < 1e-9, "{s}");
+        }
+        for bad in ["", "5", "-1s", "5x", "s", "1..2s", "abc"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    fn pod(ann: &[(&str, &str)]) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.annotations = Some(
+            ann.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        p
+    }
+
+    const D: Defaults = Defaults {
+        ready_after: Duration::from_secs(2),
+        run_duration: Duration::from_secs(1),
+    };
+
+    #[test]
+    fn annotations_choose_the_behaviour() {
+        let (b, p) = behaviour_of(&pod(&[]), D);
+        assert!(p.is_empty());
+        assert_eq!(b.ready_after, Duration::from_secs(2));
+        assert_eq!(b.exit, None);
+
+        let (b, p) = behaviour_of(
+            &pod(&[
+                (READY_AFTER, "5s"),
+                (COMPLETE_AFTER, "3s"),
+                (START_AFTER, "1m"),
+            ]),
+            D,
+        );
+        assert!(p.is_empty());
+        assert_eq!(b.ready_after, Duration::from_secs(5));
+        assert_eq!(b.start_after, Duration::from_secs(60));
+        assert_eq!(
+            b.exit,
+            Some(Exit {
+                code: 0,
+                after: Duration::from_secs(3)
+            })
+        );
+
+        let (b, _) = behaviour_of(&pod(&[(FAIL, "42"), (FAIL_AFTER, "2s")]), D);
+        assert_eq!(
+            b.exit,
+            Some(Exit {
+                code: 42,
+                after: Duration::from_secs(2)
+            })
+        );
+        let (b, _) = behaviour_of(&pod(&[(CRASH_LOOP, "true")]), D);
+        assert_eq!(
+            b.exit,
+            Some(Exit {
+                code: 1,
+                after: Duration::from_secs(1)
+            })
+        );
+        let (b, _) = behaviour_of(&pod(&[(NEVER_READY, "true")]), D);
+        assert!(b.never_ready);
+    }
+
+    #[test]
+    fn bad_values_are_reported_and_ignored() {
+        let (b, problems) = behaviour_of(
+            &pod(&[
+                (READY_AFTER, "soon"),
+                (FAIL, "0"),
+                (CRASH_LOOP, "yes"),
+                ("sim.coxswain.dev/typo", "1"),
+            ]),
+            D,
+        );
+        assert_eq!(b.ready_after, Duration::from_secs(2));
+        assert_eq!(b.exit, None);
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].contains(READY_AFTER), "{problems:?}");
+    }
+
+    #[test]
+    fn job_pods_complete_after_the_run_duration() {
+        let mut p = pod(&[]);
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: "Job".into(),
+            name: "j".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        let (b, _) = behaviour_of(&p, D);
+        assert_eq!(
+            b.exit,
+            Some(Exit {
+                code: 0,
+                after: Duration::from_secs(1)
+            })
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! Simulated kubelets: the pod lifecycle on managed nodes.
+//!
+//! One controller serves every managed node. For each pod bound to one it gives the
+//! pod an address from the node's pod CIDR, then moves its status along with
+//! [`crate::podstatus::step`] (start, readiness, exits, restarts, completion) and
+//! reconciles again when the next change is due. Graceful deletion is honoured as a
+//! kubelet does: a pod that never ran (or already finished) is removed at once, a
+//! running one when its `deletionTimestamp` (the end of its grace period) has come;
+//! removal is a delete with `gracePeriodSeconds: 0` and the pod's uid as
+//! precondition, which the API server completes (finalizers permitting).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use coxswain_runtime::cache::{Cache, Change};
+use coxswain_runtime::controller::{Action, ReconcileResult};
+use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
+use coxswain_runtime::ObjectKey;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+
+use crate::behaviour::{behaviour_of, Defaults};
+use crate::config::SimConfig;
+use crate::ipam::{Held, Ipam};
+use crate::nodes::{internal_ip, is_managed};
+use crate::podstatus::{step, Env};
+
+/// Name of the pod index by node.
+pub const NODE_INDEX: &str = "sim.coxswain.dev/node";
+
+/// What the kubelet needs of a managed node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeNet {
+    /// Its InternalIP.
+    pub host_ip: Option<String>,
+    /// Its pod CIDR.
+    pub pod_cidr: Option<String>,
+}
+
+impl NodeNet {
+    fn of(node: &Node) -> NodeNet {
+        NodeNet {
+            host_ip: internal_ip(node).map(|ip| ip.to_string()),
+            pod_cidr: node.spec.as_ref().and_then(|s| s.pod_cidr.clone()),
+        }
+    }
+}
+
+/// The simulated kubelets.
+pub struct Kubelet {
+    cfg: Arc<SimConfig>,
+    cache: Arc<Cache>,
+    client: kube::Client,
+    recorder: EventRecorder,
+    ipam: Ipam,
+    nodes: Mutex<HashMap<String, NodeNet>>,
+    /// pods already warned about bad annotations (and the uid warned about)
+    warned: Mutex<HashMap<ObjectKey, String>>,
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()?
+        .node_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+}
+
+impl Kubelet {
+    /// Kubelets for the managed nodes of `cache`; registers the node index on pods and
+    /// starts following the managed nodes' addresses.
+    pub fn new(
+        cfg: Arc<SimConfig>,
+        cache: Arc<Cache>,
+        client: kube::Client,
+        recorder: EventRecorder,
+    ) -> Arc<Self> {
+        cache.index_field::<Pod>(NODE_INDEX, |p: &Pod| {
+            node_of(p).map(str::to_string).into_iter().collect()
+        });
+        let k = Arc::new(Kubelet {
+            cfg: cfg.clone(),
+            cache: cache.clone(),
+            client,
+            recorder,
+            ipam: Ipam::default(),
+            nodes: Mutex::new(HashMap::new()),
+            warned: Mutex::new(HashMap::new()),
+        });
+        let me = Arc::downgrade(&k);
+        cache
+            .informer::<Node>()
+            .add_handler(move |c: &Change<Node>| {
+                let Some(k) = me.upgrade() else { return };
+                let mut nodes = k.nodes.lock().unwrap_or_else(|e| e.into_inner());
+                match c {
+                    Change::Added(n) | Change::Updated { new: n, .. } if is_managed(&k.cfg, n) => {
+                        nodes.insert(n.metadata.name.clone().unwrap_or_default(), NodeNet::of(n));
+                    }
+                    Change::Added(n) | Change::Updated { new: n, .. } | Change::Deleted(n) => {
+                        let name = n.metadata.name.as_deref().unwrap_or("");
+                        if nodes.remove(name).is_some() {
+                            k.ipam.forget_node(name);
+                        }
+                    }
+                }
+            });
+        k
+    }
+
+    /// Whether a node change may let the kubelet act on the node's pods (the node
+    /// became managed or got its address or CIDR).
+    pub fn node_change_matters(cfg: &SimConfig, c: &Change<Node>) -> bool {
+        match c {
+            Change::Added(n) => is_managed(cfg, n),
+            Change::Updated { old, new } => {
+                is_managed(cfg, new)
+                    && (!is_managed(cfg, old) || NodeNet::of(old) != NodeNet::of(new))
+            }
+            Change::Deleted(_) => false,
+        }
+    }
+
+    /// The pods bound to `node` (for the node watch of the controller).
+    pub fn pods_on(&self, node: &Node) -> Vec<ObjectKey> {
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        self.cache
+            .informer::<Pod>()
+            .store()
+            .by_index(NODE_INDEX, name)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| ObjectKey::of(p.as_ref()))
+            .collect()
+    }
+
+    fn net_of(&self, node: &str) -> Option<NodeNet> {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(node)
+            .cloned()
+    }
+
+    fn seed(&self, node: &str) -> Vec<Held> {
+        self.pods_of_node(node)
+            .into_iter()
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded") | Some("Failed"))
+            })
+            .filter_map(|p| {
+                Some(Held {
+                    key: ObjectKey::of(p.as_ref()),
+                    uid: p.metadata.uid.clone()?,
+                    ip: p.status.as_ref()?.pod_ip.clone()?,
+                })
+            })
+            .collect()
+    }
+
+    fn pods_of_node(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.cache
+            .informer::<Pod>()
+            .store()
+            .by_index(NODE_INDEX, node)
+            .unwrap_or_default()
+    }
+
+    fn forget_pod(&self, key: &ObjectKey) {
+        self.ipam.release(key);
+        self.warned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
+    /// Remove a pod for good: delete with grace period 0 and the uid as precondition.
+    async fn finish_deletion(&self, pod: &Pod, key: &ObjectKey) -> ReconcileResult {
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), key.namespace().unwrap_or("default"));
+        let dp = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match api.delete(key.name(), &dp).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.forget_pod(key);
+        Ok(Action::Done)
+    }
+
+    /// Move one pod along.
+    pub async fn reconcile(&self, key: ObjectKey) -> ReconcileResult {
+        let Some(pod) = self.cache.get::<Pod>(&key).await else {
+            self.forget_pod(&key);
+            return Ok(Action::Done);
+        };
+        let Some(node) = node_of(&pod).map(str::to_string) else {
+            return Ok(Action::Done);
+        };
+        let Some(net) = self.net_of(&node) else {
+            // not a simulated node (or not yet seen): a real kubelet's business
+            return Ok(Action::Done);
+        };
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let status = pod.status.clone().unwrap_or_default();
+        let phase = status.phase.as_deref().unwrap_or("Pending");
+        let terminal = matches!(phase, "Succeeded" | "Failed");
+        let now = Timestamp::now();
+
+        if let Some(deleting) = &pod.metadata.deletion_timestamp {
+            let never_ran = phase == "Pending";
+            if never_ran || terminal {
+                return self.finish_deletion(&pod, &key).await;
+            }
+            // deletionTimestamp is when the grace period ends; recorded to the second,
+            // so a whole second counts from its end
+            let mut deadline = deleting.0.as_nanosecond();
+            if deadline % 1_000_000_000 == 0 {
+                deadline += 1_000_000_000;
+            }
+            let left = deadline - now.as_nanosecond();
+            if left > 0 {
+                return Ok(Action::RequeueAfter(Duration::from_nanos(
+                    u64::try_from(left).unwrap_or(u64::MAX),
+                )));
+            }
+            return self.finish_deletion(&pod, &key).await;
+        }
+        if terminal {
+            self.forget_pod(&key);
+            return Ok(Action::Done);
+        }
+        let (Some(host_ip), Some(cidr)) = (net.host_ip.clone(), net.pod_cidr.clone()) else {
+            // the node has no address or CIDR yet; its update will bring us back
+            return Ok(Action::Done);
+        };
+
+        let defaults = Defaults {
+            ready_after: self.cfg.pod_ready_delay,
+            run_duration: self.cfg.job_pod_run_duration,
+        };
+        let (behaviour, problems) = behaviour_of(&pod, defaults);
+        if !problems.is_empty()
+            && self
+                .warned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.clone(), uid.clone())
+                .is_none_or(|warned| warned != uid)
+        {
+            for p in &problems {
+                self.recorder.event(
+                    &object_reference(pod.as_ref()),
+                    None,
+                    EventType::Warning,
+                    "InvalidSimulatorAnnotation",
+                    "Simulate",
+                    p,
+                );
+            }
+        }
+
+        let pod_ip = match status.pod_ip.as_deref() {
+            Some(ip) => {
+                self.ipam.note(&key, &uid, &node, ip);
+                Some(ip.to_string())
+            }
+            None => match self
+                .ipam
+                .assign(&key, &uid, &node, &cidr, || self.seed(&node))
+            {
+                Some(ip) => Some(ip.to_string()),
+                None => {
+                    self.recorder.event(
+                        &object_reference(pod.as_ref()),
+                        None,
+                        EventType::Warning,
+                        "FailedCreatePodSandBox",
+                        "CreatePodSandbox",
+                        &format!("Failed to create pod sandbox: no IP addresses available in range set: {cidr}"),
+                    );
+                    return Ok(Action::RequeueAfter(Duration::from_secs(10)));
+                }
+            },
+        };
+        let env = Env {
+            now,
+            host_ip,
+            pod_ip,
+            backoff_base: self.cfg.crash_loop_backoff,
+            backoff_max: self.cfg.crash_loop_max_backoff,
+        };
+        let next = step(&pod, &behaviour, &env);
+        if let Some(new_status) = next.status {
+            self.note_crashes(&pod, &new_status);
+            let mut updated = (*pod).clone();
+            updated.metadata.managed_fields = None;
+            updated.status = Some(new_status);
+            let api: Api<Pod> =
+                Api::namespaced(self.client.clone(), key.namespace().unwrap_or("default"));
+            match api
+                .replace_status(key.name(), &PostParams::default(), &updated)
+                .await
+            {
+                Ok(_) => {}
+                // a newer version is coming through the informer: look again then
+                Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Action::Requeue),
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    self.forget_pod(&key);
+                    return Ok(Action::Done);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(match next.after {
+            Some(d) => Action::RequeueAfter(d),
+            None => Action::Done,
+        })
+    }
+
+    /// Emit `BackOff` for containers that just started backing off.
+    fn note_crashes(&self, pod: &Pod, new: &k8s_openapi::api::core::v1::PodStatus) {
+        let old = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref());
+        for cs in new.container_statuses.iter().flatten() {
+            let backing_off = |c: &k8s_openapi::api::core::v1::ContainerStatus| {
+                c.state
+                    .as_ref()
+                    .and_then(|s| s.waiting.as_ref())
+                    .and_then(|w| w.reason.as_deref())
+                    == Some("CrashLoopBackOff")
+            };
+            let was = old
+                .and_then(|o| o.iter().find(|c| c.name == cs.name))
+                .is_some_and(backing_off);
+            if backing_off(cs) && !was {
+                let meta = &pod.metadata;
+                self.recorder.event(
+                    &object_reference(pod),
+                    None,
+                    EventType::Warning,
+                    "BackOff",
+                    "Restarting",
+                    &format!(
+                        "Back-off restarting failed container {} in pod {}_{}({})",
+                        cs.name,
+                        meta.name.as_deref().unwrap_or(""),
+                        meta.namespace.as_deref().unwrap_or(""),
+                        meta.uid.as_deref().unwrap_or("")
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Addresses in use (diagnostics).
+    pub fn addresses_in_use(&self) -> usize {
+        self.ipam.in_use()
+    }
+}

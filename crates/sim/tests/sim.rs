@@ -1,0 +1,809 @@
+//! The simulator against the embedded API server.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use coxswain_runtime::envtest::{self, TestEnv};
+use coxswain_runtime::manager::{Manager, ManagerOptions};
+use coxswain_sim::{SimConfig, Simulator, MANAGED_LABEL};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Sim {
+    env: TestEnv,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sim {
+    async fn stop(self) {
+        self.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.task).await;
+        drop(self.env);
+    }
+}
+
+fn fast() -> SimConfig {
+    SimConfig {
+        node_lease_renew_interval: Duration::from_secs(1),
+        node_lease_duration: Duration::from_secs(4),
+        crash_loop_backoff: Duration::from_secs(1),
+        crash_loop_max_backoff: Duration::from_secs(4),
+        ..SimConfig::default()
+    }
+}
+
+async fn start(config: SimConfig) -> Sim {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let env = envtest::start().await.expect("api server");
+    let mgr = Manager::with_client(
+        env.client.clone(),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    );
+    let sim = Simulator::new(config).expect("config");
+    sim.add_to(&mgr).expect("runnables");
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let task = tokio::spawn(async move {
+        if let Err(e) = mgr.start(c).await {
+            panic!("manager failed: {e}");
+        }
+    });
+    Sim { env, cancel, task }
+}
+
+/// Poll `f` until it returns `Some`, for at most `WAIT`.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn pod(name: &str, extra: serde_json::Value) -> Pod {
+    let mut v = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+    });
+    merge(&mut v, extra);
+    serde_json::from_value(v).expect("pod")
+}
+
+fn merge(a: &mut serde_json::Value, b: serde_json::Value) {
+    match (a, b) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn condition(p: &Pod, t: &str) -> Option<(String, Option<String>, Option<String>)> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == t)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+fn is_ready(p: &Pod) -> bool {
+    condition(p, "Ready").is_some_and(|c| c.0 == "True")
+}
+
+async fn get(pods: &Api<Pod>, name: &str) -> Option<Pod> {
+    pods.get_opt(name).await.ok().flatten()
+}
+
+async fn wait_pod(pods: &Api<Pod>, name: &str, what: &str, ok: impl Fn(&Pod) -> bool) -> Pod {
+    eventually(&format!("pod {name}: {what}"), || async {
+        get(pods, name).await.filter(|p| ok(p))
+    })
+    .await
+}
+
+async fn events_for(client: &kube::Client, name: &str, reason: &str) -> Vec<Event> {
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    events
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.reason.as_deref() == Some(reason)
+        })
+        .collect()
+}
+
+fn managed_node(name: &str, labels: serde_json::Value, spec: serde_json::Value) -> Node {
+    let mut l = json!({ MANAGED_LABEL: "true", "kubernetes.io/hostname": name });
+    merge(&mut l, labels);
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": l},
+        "spec": spec,
+    }))
+    .expect("node")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_become_ready_and_renew_their_leases() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    // a real (unmanaged) node must be left alone
+    let nodes: Api<Node> = Api::all(client.clone());
+    let real: Node =
+        serde_json::from_value(json!({"metadata": {"name": "real-node"}})).expect("node");
+    nodes
+        .create(&PostParams::default(), &real)
+        .await
+        .expect("real node");
+
+    let ready = eventually("3 ready simulated nodes", || async {
+        let list = nodes
+            .list(&ListParams::default().labels(&format!("{MANAGED_LABEL}=true")))
+            .await
+            .ok()?;
+        let ready: Vec<Node> = list
+            .items
+            .into_iter()
+            .filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .collect();
+        (ready.len() == 3).then_some(ready)
+    })
+    .await;
+    let zones: std::collections::BTreeSet<String> = ready
+        .iter()
+        .filter_map(|n| {
+            n.metadata
+                .labels
+                .as_ref()?
+                .get("topology.kubernetes.io/zone")
+                .cloned()
+        })
+        .collect();
+    assert_eq!(zones.len(), 3, "nodes spread over three zones");
+    for (i, n) in ready.iter().enumerate() {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let labels = n.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("kubernetes.io/hostname"), Some(&name));
+        assert_eq!(
+            labels.get("kubernetes.io/os").map(String::as_str),
+            Some("linux")
+        );
+        assert_eq!(
+            labels.get("kubernetes.io/arch").map(String::as_str),
+            Some("amd64")
+        );
+        assert!(labels.contains_key("node.kubernetes.io/instance-type"));
+        let status = n.status.clone().unwrap_or_default();
+        let conds = status.conditions.unwrap_or_default();
+        for t in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
+            let c = conds.iter().find(|c| c.type_ == t).expect("condition");
+            assert_eq!(c.status, "False", "{t}");
+            assert!(c.last_heartbeat_time.is_some() && c.last_transition_time.is_some());
+        }
+        let addrs = status.addresses.unwrap_or_default();
+        assert!(addrs.iter().any(|a| a.type_ == "InternalIP"));
+        assert!(addrs
+            .iter()
+            .any(|a| a.type_ == "Hostname" && a.address == name));
+        let info = status.node_info.expect("nodeInfo");
+        assert_eq!(info.kubelet_version, "v1.36.0-coxswain");
+        assert!(!info.container_runtime_version.is_empty());
+        let cap = status.capacity.unwrap_or_default();
+        assert_eq!(cap.get("cpu").map(|q| q.0.as_str()), Some("32"));
+        assert_eq!(cap.get("pods").map(|q| q.0.as_str()), Some("110"));
+        assert!(status.allocatable.is_some_and(|a| a.contains_key("memory")));
+        assert_eq!(
+            status
+                .daemon_endpoints
+                .and_then(|d| d.kubelet_endpoint)
+                .map(|e| e.port),
+            Some(10250)
+        );
+        let cidr = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_cidr.clone())
+            .expect("pod CIDR");
+        assert!(
+            cidr.starts_with("10.244.") && cidr.ends_with(".0/24"),
+            "{cidr} ({i})"
+        );
+    }
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let first = eventually("lease of sim-node-0", || async {
+        leases.get_opt("sim-node-0").await.ok().flatten()
+    })
+    .await;
+    let spec = first.spec.clone().expect("lease spec");
+    assert_eq!(spec.holder_identity.as_deref(), Some("sim-node-0"));
+    assert_eq!(spec.lease_duration_seconds, Some(4));
+    let t0 = spec.renew_time.expect("renewTime").0;
+    eventually("the lease to be renewed", || async {
+        let l = leases.get_opt("sim-node-0").await.ok().flatten()?;
+        let t = l.spec?.renew_time?.0;
+        (t > t0).then_some(())
+    })
+    .await;
+    for n in ["sim-node-1", "sim-node-2"] {
+        assert!(
+            leases.get_opt(n).await.ok().flatten().is_some(),
+            "lease {n}"
+        );
+    }
+    // the real node got neither status nor lease
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let real = nodes.get("real-node").await.expect("real node");
+    assert!(real
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_none_or(|c| c.is_empty()));
+    assert!(leases.get_opt("real-node").await.ok().flatten().is_none());
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_are_spread_and_run_with_addresses_from_their_node() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let big = json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+        "resources": {"requests": {"cpu": "4", "memory": "1Gi"}}}]}});
+    for i in 0..3 {
+        pods.create(
+            &PostParams::default(),
+            &pod(&format!("web-{i}"), big.clone()),
+        )
+        .await
+        .expect("create");
+    }
+    let mut seen_nodes = std::collections::BTreeSet::new();
+    for i in 0..3 {
+        let name = format!("web-{i}");
+        let p = wait_pod(&pods, &name, "Running and Ready", |p| {
+            phase(p) == "Running" && is_ready(p)
+        })
+        .await;
+        let node_name = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .expect("bound");
+        assert_eq!(
+            condition(&p, "PodScheduled").map(|c| c.0),
+            Some("True".into())
+        );
+        for c in [
+            "Initialized",
+            "ContainersReady",
+            "PodReadyToStartContainers",
+        ] {
+            assert_eq!(condition(&p, c).map(|c| c.0), Some("True".into()), "{c}");
+        }
+        let node = nodes.get(&node_name).await.expect("node");
+        let cidr = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_cidr.clone())
+            .expect("cidr");
+        let status = p.status.clone().expect("status");
+        let ip = status.pod_ip.clone().expect("pod IP");
+        let prefix = cidr.trim_end_matches("0/24");
+        assert!(ip.starts_with(prefix), "{ip} in {cidr}");
+        assert_eq!(status.pod_ips.map(|v| v.len()), Some(1));
+        let internal = node
+            .status
+            .as_ref()
+            .and_then(|s| s.addresses.as_ref())
+            .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+            .map(|a| a.address.clone());
+        assert_eq!(status.host_ip, internal);
+        assert!(status.start_time.is_some());
+        assert_eq!(status.qos_class.as_deref(), Some("Burstable"));
+        let cs = &status.container_statuses.expect("container statuses")[0];
+        assert_eq!(
+            (
+                cs.name.as_str(),
+                cs.image.as_str(),
+                cs.ready,
+                cs.started,
+                cs.restart_count
+            ),
+            ("app", "nginx:1.27", true, Some(true), 0)
+        );
+        assert!(!cs.image_id.is_empty());
+        assert!(cs
+            .state
+            .as_ref()
+            .and_then(|s| s.running.as_ref())
+            .and_then(|r| r.started_at.as_ref())
+            .is_some());
+        seen_nodes.insert(node_name);
+    }
+    assert_eq!(
+        seen_nodes.len(),
+        3,
+        "least-allocated spreads 4-cpu pods over the 3 empty nodes"
+    );
+    let scheduled = events_for(&client, "web-0", "Scheduled").await;
+    assert!(scheduled.iter().any(|e| e
+        .note
+        .as_deref()
+        .is_some_and(|n| n.starts_with("Successfully assigned default/web-0 to sim-node-"))));
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unschedulable_pods_wait_for_a_matching_node() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "wants-ssd",
+            json!({"spec": {"nodeSelector": {"disk": "ssd"}}}),
+        ),
+    )
+    .await
+    .expect("create");
+    let want = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
+    let p = wait_pod(&pods, "wants-ssd", "Unschedulable", |p| {
+        condition(p, "PodScheduled").is_some_and(|c| c.0 == "False" && c.2.as_deref() == Some(want))
+    })
+    .await;
+    assert_eq!(
+        condition(&p, "PodScheduled").and_then(|c| c.1),
+        Some("Unschedulable".into())
+    );
+    assert!(p
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_none());
+    eventually("a FailedScheduling event", || async {
+        let ev = events_for(&client, "wants-ssd", "FailedScheduling").await;
+        ev.into_iter()
+            .find(|e| e.note.as_deref() == Some(want) && e.type_.as_deref() == Some("Warning"))
+    })
+    .await;
+
+    // a matching simulated node appears: the pod lands there and runs
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &managed_node("ssd-node", json!({"disk": "ssd"}), json!({})),
+        )
+        .await
+        .expect("node");
+    let p = wait_pod(&pods, "wants-ssd", "running on ssd-node", |p| {
+        phase(p) == "Running" && is_ready(p)
+    })
+    .await;
+    assert_eq!(
+        p.spec.and_then(|s| s.node_name).as_deref(),
+        Some("ssd-node")
+    );
+    let node = nodes.get("ssd-node").await.expect("node");
+    let cidr = node
+        .spec
+        .and_then(|s| s.pod_cidr)
+        .expect("the simulator gave the node a CIDR");
+    let ip = p.status.and_then(|s| s.pod_ip).expect("ip");
+    assert!(
+        ip.starts_with(cidr.trim_end_matches("0/24")),
+        "{ip} in {cidr}"
+    );
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_that_do_not_fit_stay_pending() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let huge = json!({"spec": {"containers": [{"name": "app", "image": "nginx",
+        "resources": {"requests": {"cpu": "64"}}}]}});
+    pods.create(&PostParams::default(), &pod("huge", huge))
+        .await
+        .expect("create");
+    // and pods that fill the nodes: 3 x 30 cpu, then one more of 4 cannot fit
+    let thirty = json!({"spec": {"containers": [{"name": "app", "image": "nginx",
+        "resources": {"requests": {"cpu": "30"}}}]}});
+    for i in 0..3 {
+        pods.create(
+            &PostParams::default(),
+            &pod(&format!("fill-{i}"), thirty.clone()),
+        )
+        .await
+        .expect("create");
+    }
+    for i in 0..3 {
+        wait_pod(&pods, &format!("fill-{i}"), "running", |p| {
+            phase(p) == "Running"
+        })
+        .await;
+    }
+    let four = json!({"spec": {"containers": [{"name": "app", "image": "nginx",
+        "resources": {"requests": {"cpu": "4"}}}]}});
+    pods.create(&PostParams::default(), &pod("one-more", four))
+        .await
+        .expect("create");
+    let want = "0/3 nodes are available: 3 Insufficient cpu.";
+    for name in ["huge", "one-more"] {
+        wait_pod(&pods, name, "Insufficient cpu", |p| {
+            condition(p, "PodScheduled").is_some_and(|c| {
+                c.0 == "False"
+                    && c.1.as_deref() == Some("Unschedulable")
+                    && c.2.as_deref() == Some(want)
+            })
+        })
+        .await;
+    }
+    // room appears when a filler goes
+    pods.delete("fill-1", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete");
+    wait_pod(&pods, "one-more", "scheduled after room was made", |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    let huge = get(&pods, "huge").await.expect("huge");
+    assert_eq!(phase(&huge), "Pending");
+    assert!(huge.spec.and_then(|s| s.node_name).is_none());
+    sim.stop().await;
+}
+
+fn job_owner() -> serde_json::Value {
+    json!({"metadata": {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "batch",
+        "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
+        "spec": {"restartPolicy": "Never"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behaviours_complete_crash_fail_and_delay_readiness() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+    pods.create(&pp, &pod("job-pod", job_owner()))
+        .await
+        .expect("create");
+    pods.create(
+        &pp,
+        &pod(
+            "crasher",
+            json!({"metadata": {"annotations": {"sim.coxswain.dev/crash-loop": "true"}}}),
+        ),
+    )
+    .await
+    .expect("create");
+    pods.create(&pp, &pod("failer", json!({"metadata": {"annotations": {"sim.coxswain.dev/fail": "3"}}, "spec": {"restartPolicy": "Never"}}))).await.expect("create");
+    pods.create(
+        &pp,
+        &pod(
+            "slow",
+            json!({"metadata": {"annotations": {"sim.coxswain.dev/ready-after": "3s"}}}),
+        ),
+    )
+    .await
+    .expect("create");
+    pods.create(
+        &pp,
+        &pod(
+            "odd",
+            json!({"metadata": {"annotations": {"sim.coxswain.dev/ready-after": "soon"}}}),
+        ),
+    )
+    .await
+    .expect("create");
+
+    let done = wait_pod(&pods, "job-pod", "Succeeded", |p| phase(p) == "Succeeded").await;
+    let cs = &done
+        .status
+        .clone()
+        .and_then(|s| s.container_statuses)
+        .expect("statuses")[0];
+    let term = cs
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .expect("terminated");
+    assert_eq!(
+        (term.exit_code, term.reason.as_deref(), cs.ready),
+        (0, Some("Completed"), false)
+    );
+    assert_eq!(
+        condition(&done, "Ready").map(|c| (c.0, c.1)),
+        Some(("False".into(), Some("PodCompleted".into())))
+    );
+
+    let failed = wait_pod(&pods, "failer", "Failed", |p| phase(p) == "Failed").await;
+    let cs = &failed
+        .status
+        .and_then(|s| s.container_statuses)
+        .expect("statuses")[0];
+    let term = cs
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .expect("terminated");
+    assert_eq!((term.exit_code, term.reason.as_deref()), (3, Some("Error")));
+
+    let restarts = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .map_or(0, |c| c[0].restart_count)
+    };
+    let looping = wait_pod(&pods, "crasher", "crash looping", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| {
+                c[0].state
+                    .as_ref()
+                    .and_then(|s| s.waiting.as_ref())
+                    .and_then(|w| w.reason.as_deref())
+                    == Some("CrashLoopBackOff")
+            })
+    })
+    .await;
+    let last = looping
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c[0].last_state.clone())
+        .and_then(|s| s.terminated)
+        .expect("lastState");
+    assert_eq!((last.exit_code, last.reason.as_deref()), (1, Some("Error")));
+    assert_eq!(phase(&looping), "Running");
+    let first = restarts(&looping);
+    wait_pod(&pods, "crasher", "more restarts", |p| {
+        restarts(p) >= first + 2
+    })
+    .await;
+    eventually("a BackOff event", || async {
+        events_for(&client, "crasher", "BackOff")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+
+    let slow = wait_pod(&pods, "slow", "Ready", is_ready).await;
+    let status = slow.status.expect("status");
+    let started = status
+        .container_statuses
+        .as_ref()
+        .and_then(|c| c[0].state.as_ref()?.running.as_ref()?.started_at.clone())
+        .expect("startedAt")
+        .0;
+    let ready_at = status
+        .conditions
+        .as_ref()
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c.type_ == "Ready")?
+                .last_transition_time
+                .clone()
+        })
+        .expect("ready time")
+        .0;
+    let delay = ready_at.as_second() - started.as_second();
+    assert!(delay >= 3, "ready {delay}s after start");
+
+    // a bad annotation value is reported and ignored
+    wait_pod(&pods, "odd", "Ready", is_ready).await;
+    let ev = eventually("an InvalidSimulatorAnnotation event", || async {
+        events_for(&client, "odd", "InvalidSimulatorAnnotation")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert!(ev.note.is_some_and(|n| n.contains("ready-after")));
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_deletion_waits_for_running_pods_only() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+    pods.create(&pp, &pod("runner", json!({})))
+        .await
+        .expect("create");
+    pods.create(
+        &pp,
+        &pod(
+            "stuck",
+            json!({"metadata": {"annotations": {"sim.coxswain.dev/start-after": "1h"}}}),
+        ),
+    )
+    .await
+    .expect("create");
+    wait_pod(&pods, "runner", "Running", |p| phase(p) == "Running").await;
+    let stuck = wait_pod(&pods, "stuck", "bound and Pending", |p| {
+        p.status.as_ref().is_some_and(|s| s.start_time.is_some()) && phase(p) == "Pending"
+    })
+    .await;
+    let waiting = stuck
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c[0].state.clone())
+        .and_then(|s| s.waiting)
+        .and_then(|w| w.reason);
+    assert_eq!(waiting.as_deref(), Some("ContainerCreating"));
+
+    let asked = Instant::now();
+    pods.delete("runner", &DeleteParams::default().grace_period(2))
+        .await
+        .expect("delete");
+    let terminating = get(&pods, "runner")
+        .await
+        .expect("still there during its grace period");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    eventually("runner gone", || async {
+        get(&pods, "runner").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        asked.elapsed() >= Duration::from_secs(2),
+        "gone after {:?}",
+        asked.elapsed()
+    );
+
+    let asked = Instant::now();
+    pods.delete("stuck", &DeleteParams::default().grace_period(30))
+        .await
+        .expect("delete");
+    eventually("stuck gone", || async {
+        get(&pods, "stuck").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "a pod that never ran goes at once ({:?})",
+        asked.elapsed()
+    );
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taints_repel_pods_without_tolerations() {
+    let sim = start(fast()).await;
+    let client = sim.env.client.clone();
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &managed_node(
+                "gpu-node",
+                json!({"accel": "gpu"}),
+                json!({"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
+            ),
+        )
+        .await
+        .expect("node");
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let sel = json!({"spec": {"nodeSelector": {"accel": "gpu"}}});
+    pods.create(&PostParams::default(), &pod("intolerant", sel.clone()))
+        .await
+        .expect("create");
+    let mut tolerant = sel.clone();
+    merge(
+        &mut tolerant,
+        json!({"spec": {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}}),
+    );
+    pods.create(&PostParams::default(), &pod("tolerant", tolerant))
+        .await
+        .expect("create");
+    let any = json!({"spec": {"tolerations": [{"operator": "Exists"}], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-node"]}]}]}}}}});
+    pods.create(&PostParams::default(), &pod("tolerates-all", any))
+        .await
+        .expect("create");
+
+    let want = "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 node(s) didn't match Pod's node affinity/selector.";
+    wait_pod(
+        &pods,
+        "intolerant",
+        "Unschedulable because of the taint",
+        |p| {
+            condition(p, "PodScheduled")
+                .is_some_and(|c| c.0 == "False" && c.2.as_deref() == Some(want))
+        },
+    )
+    .await;
+    for name in ["tolerant", "tolerates-all"] {
+        let p = wait_pod(&pods, name, "running on gpu-node", |p| {
+            phase(p) == "Running"
+        })
+        .await;
+        assert_eq!(
+            p.spec.and_then(|s| s.node_name).as_deref(),
+            Some("gpu-node")
+        );
+    }
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_run_stops_on_cancel() {
+    let env = envtest::start().await.expect("api server");
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(coxswain_sim::run(
+        env.client.clone(),
+        SimConfig { nodes: 1, ..fast() },
+        cancel.clone(),
+    ));
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    eventually("the node", || async {
+        nodes.get_opt("sim-node-0").await.ok().flatten()
+    })
+    .await;
+    cancel.cancel();
+    let out = tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("stops")
+        .expect("joins");
+    assert!(out.is_ok(), "{out:?}");
+    let bad = coxswain_sim::run(
+        env.client.clone(),
+        SimConfig {
+            nodes: 1,
+            node_name_prefix: "UPPER".into(),
+            ..fast()
+        },
+        CancellationToken::new(),
+    )
+    .await;
+    assert!(matches!(bad, Err(coxswain_sim::Error::Config(_))));
+}
