@@ -335,3 +335,20 @@ def test_edit_with_non_interactive_editor(kubectl, ns, tmp_path):
     assert got["spec"]["replicas"] == 4
     assert got["metadata"]["labels"] == {"app": "edited", "edited-by": "script"}
     assert got["metadata"]["generation"] == 2
+
+
+def test_secret_string_data_is_stored_as_data(kubectl, core_v1, ns):
+    import base64
+
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sd"},
+        "data": {"keep": base64.b64encode(b"old").decode(), "over": base64.b64encode(b"x").decode()},
+        "stringData": {"over": "new", "plain": "text"},
+    }
+    kubectl.apply_yaml("create", secret, "-n", ns)
+    got = core_v1.read_namespaced_secret("sd", ns)
+    assert got.string_data is None
+    assert {k: base64.b64decode(v).decode() for k, v in got.data.items()} == {
+        "keep": "old", "over": "new", "plain": "text"}
+    out = kubectl("get", "secret", "sd", "-n", ns).stdout
+    assert out.splitlines()[1].split()[2] == "3", out

@@ -13,6 +13,9 @@ use crate::status::{ApiError, ApiResult, Cause};
 /// upstream adds at creation (namespace finalizer, pod priority, ...), on update only the
 /// decode-time defaults.
 pub fn default_object(def: &ResourceDef, obj: &mut Value, create: bool) {
+    if def.group.is_empty() && def.kind == "Secret" {
+        merge_string_data(obj);
+    }
     if create {
         crate::defaults::apply_defaults(def.group, def.version, def.kind, obj);
         if def.kind == "Job" {
@@ -47,4 +50,58 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
         .and_then(Value::as_str)
         .unwrap_or("");
     Err(ApiError::invalid(def.group, def.kind, name, causes))
+}
+
+/// A Secret's `stringData` is write-only: its entries are base64-encoded into `data`
+/// (overwriting keys there) and the field is dropped, as upstream's v1 → internal
+/// conversion does on every write.
+fn merge_string_data(obj: &mut Value) {
+    use base64::Engine as _;
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(string_data) = o.remove("stringData") else {
+        return;
+    };
+    let Some(entries) = string_data.as_object() else {
+        return;
+    };
+    if entries.is_empty() {
+        return;
+    }
+    let data = o
+        .entry("data")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !data.is_object() {
+        *data = Value::Object(serde_json::Map::new());
+    }
+    if let Some(d) = data.as_object_mut() {
+        for (k, v) in entries {
+            let text = v.as_str().unwrap_or_default();
+            d.insert(
+                k.clone(),
+                Value::String(base64::engine::general_purpose::STANDARD.encode(text)),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn string_data_is_merged_into_data_and_dropped() {
+        let mut s =
+            json!({"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "new", "c": "z"}});
+        merge_string_data(&mut s);
+        assert_eq!(s, json!({"data": {"a": "eA==", "b": "bmV3", "c": "eg=="}}));
+        let mut only = json!({"stringData": {"k": "v"}});
+        merge_string_data(&mut only);
+        assert_eq!(only, json!({"data": {"k": "dg=="}}));
+        let mut empty = json!({"stringData": {}});
+        merge_string_data(&mut empty);
+        assert_eq!(empty, json!({}));
+    }
 }
