@@ -516,14 +516,21 @@ impl State {
             let earned = now.duration_since(b.1).as_secs_f64() / refill;
             (b.0 + earned).min(burst)
         };
-        if !self.buckets.contains_key(&key) && self.buckets.len() >= opts.rate_limit_cache_size {
-            // A full bucket is the same as no bucket: forget those first, then the
-            // least recently used one.
+        let cap = opts.rate_limit_cache_size;
+        if !self.buckets.contains_key(&key) && self.buckets.len() >= cap {
+            // A full bucket is the same as no bucket: forget those first; then, if still
+            // crowded, the least recently used quarter at once, so that the next cap/4
+            // new objects need no scan (amortised, where evicting one at a time made
+            // every new object scan the whole cache).
             self.buckets.retain(|_, b| refilled(b) < burst);
-            let oldest = self.buckets.iter().min_by_key(|(_, b)| b.1);
-            if let Some(oldest) = oldest.map(|(k, _)| k.clone()) {
-                if self.buckets.len() >= opts.rate_limit_cache_size {
-                    self.buckets.remove(&oldest);
+            let keep = cap - cap / 4;
+            if self.buckets.len() >= cap.max(1) || self.buckets.len() > keep {
+                let mut by_age: Vec<(Instant, SpamKey)> =
+                    self.buckets.iter().map(|(k, b)| (b.1, k.clone())).collect();
+                by_age.sort_by_key(|(t, _)| *t);
+                let excess = self.buckets.len().saturating_sub(keep).max(1);
+                for (_, k) in by_age.into_iter().take(excess) {
+                    self.buckets.remove(&k);
                 }
             }
         }
