@@ -63,25 +63,12 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 /// `/proc/self/status` field in KiB.
 fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
 }
 
 /// User + system CPU seconds of this process.
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rfind(')').map(|i| &stat[i + 2..]).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |n: usize| {
-        f.get(n - 3)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(14) + ticks(15)) / 100.0
+    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
 }
 
 /// Child: the collector alone. Prints `BASE`, then `SYNCED` once the graph holds

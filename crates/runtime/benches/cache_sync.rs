@@ -17,12 +17,7 @@ use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    coxswain_runtime::metrics::process_status_kib("VmRSS:").unwrap_or(0)
 }
 
 async fn client(kubeconfig: &str) -> Client {

@@ -431,14 +431,38 @@ struct ProcessStats {
     max_fds: i64,
 }
 
-fn process_stats() -> Option<ProcessStats> {
+/// The numeric fields of `/proc/self/stat` (stat(5) field `n` at index `n - 3`: those
+/// after the command name, which is in parentheses and may hold spaces).
+fn self_stat() -> Option<Vec<f64>> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // fields after the command name, which is in parentheses and may hold spaces
     let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // field n of stat(5) is f[n - 3]
-    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<f64>().ok());
-    let cpu_seconds = (num(14)? + num(15)?) / CLOCK_TICKS;
+    Some(
+        rest.split_whitespace()
+            .map(|v| v.parse::<f64>().unwrap_or(f64::NAN))
+            .collect(),
+    )
+}
+
+/// User + system CPU seconds this process used (Linux; `None` elsewhere). For
+/// benchmarks and `process_cpu_seconds_total`.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let f = self_stat()?;
+    Some((f.get(14 - 3)? + f.get(15 - 3)?) / CLOCK_TICKS)
+}
+
+/// A `/proc/self/status` memory field in KiB (`"VmRSS:"`, `"VmHWM:"`; Linux only).
+pub fn process_status_kib(field: &str) -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn process_stats() -> Option<ProcessStats> {
+    let f = self_stat()?;
+    let num = |n: usize| f.get(n - 3).copied().filter(|v| !v.is_nan());
+    let cpu_seconds = process_cpu_seconds()?;
     let boot_time = std::fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
@@ -446,12 +470,7 @@ fn process_stats() -> Option<ProcessStats> {
         .and_then(|v| v.trim().parse::<f64>().ok())?;
     let start_time_seconds = boot_time + num(22)? / CLOCK_TICKS;
     let virtual_bytes = num(23)? as i64;
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let resident_bytes = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
-        .map_or(0, |kb| kb * 1024);
+    let resident_bytes = process_status_kib("VmRSS:").map_or(0, |kb| kb as i64 * 1024);
     let open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as i64);
     let max_fds = std::fs::read_to_string("/proc/self/limits")
         .unwrap_or_default()

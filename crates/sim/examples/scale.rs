@@ -37,24 +37,12 @@ fn arg(name: &str, default: usize) -> usize {
 
 /// CPU seconds this process used (user + system).
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // fields after the command name (which is in parentheses)
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
+    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
 }
 
+/// Resident and peak resident memory in MiB.
 fn memory() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let kb = |field| coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0);
     (kb("VmRSS:") / 1024, kb("VmHWM:") / 1024)
 }
 
