@@ -13,6 +13,12 @@ use crate::status::{ApiError, ApiResult, Cause};
 /// upstream adds at creation (namespace finalizer, pod priority, ...), on update only the
 /// decode-time defaults.
 pub fn default_object(def: &ResourceDef, obj: &mut Value, create: bool) {
+    if let Some(custom) = def.custom {
+        if let Some(schema) = &custom.schema {
+            crate::crd::structural::default(schema, obj);
+        }
+        return;
+    }
     if def.group.is_empty() && def.kind == "Secret" {
         merge_string_data(obj);
     }
@@ -33,15 +39,24 @@ pub fn default_object(def: &ResourceDef, obj: &mut Value, create: bool) {
 
 /// Validate an object about to be stored; `old` is the stored object on update.
 pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
-    let causes: Vec<Cause> =
-        crate::validation::validate(def.group, def.version, def.kind, def.namespaced, obj, old)
-            .into_iter()
-            .map(|c| Cause {
-                reason: c.reason.to_string(),
-                message: c.message,
-                field: c.field,
-            })
-            .collect();
+    let mut found =
+        crate::validation::validate(def.group, def.version, def.kind, def.namespaced, obj, old);
+    if let Some(custom) = def.custom {
+        if let Some(schema) = &custom.schema {
+            found.extend(crate::crd::structural::validate(schema, obj));
+        }
+        found.extend(crate::crd::scale_causes(custom, obj));
+    } else if def.group == "apiextensions.k8s.io" && def.kind == "CustomResourceDefinition" {
+        found.extend(crate::crd::crd_validation::validate_crd(obj, old));
+    }
+    let causes: Vec<Cause> = found
+        .into_iter()
+        .map(|c| Cause {
+            reason: c.reason.to_string(),
+            message: c.message,
+            field: c.field,
+        })
+        .collect();
     if causes.is_empty() {
         return Ok(());
     }

@@ -75,6 +75,9 @@ pub struct ResourceDef {
     /// `autoscaling/v2`, `events.k8s.io/v1` Events as core `v1`). `None`: this version is
     /// the storage version.
     pub storage_of: Option<(&'static str, &'static str)>,
+    /// For a resource defined by a CustomResourceDefinition: what the CRD says of this
+    /// version (schema, printer columns, subresource paths). `None` for built-in kinds.
+    pub custom: Option<&'static crate::crd::CustomVersion>,
 }
 
 impl ResourceDef {
@@ -84,6 +87,14 @@ impl ResourceDef {
             self.version.to_string()
         } else {
             format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The kind of lists (`DeploymentList`; a CRD's `listKind`).
+    pub fn list_kind(&self) -> String {
+        match self.custom {
+            Some(c) => c.list_kind.clone(),
+            None => format!("{}List", self.kind),
         }
     }
 
@@ -105,8 +116,19 @@ impl ResourceDef {
         }
     }
 
-    /// The OpenAPI definition name of the kind (`io.k8s.api.apps.v1.Deployment`).
+    /// The OpenAPI definition name of the kind (`io.k8s.api.apps.v1.Deployment`; for
+    /// custom resources the reversed group: `com.example.stable.v1.CronTab`).
     pub fn definition(&self) -> String {
+        if self.custom.is_some() {
+            let reversed: Vec<&str> = self.group.split('.').rev().collect();
+            return format!("{}.{}.{}", reversed.join("."), self.version, self.kind);
+        }
+        if self.group == "apiextensions.k8s.io" {
+            return format!(
+                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
+                self.version, self.kind
+            );
+        }
         format!(
             "io.k8s.api.{}.{}.{}",
             self.package(),
@@ -178,6 +200,7 @@ macro_rules! res {
             field_selectors: $fields,
             delete_collection: true,
             storage_of: None,
+            custom: None,
         }
     };
 }
@@ -227,6 +250,8 @@ fn build() -> Vec<ResourceDef> {
         res!("", "v1", "Secret", "secrets", "secret", true, NONE, NONE, &[], &["type"]),
         res!("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", true, &["sa"], NONE, &[], NONE),
         res!("", "v1", "Service", "services", "service", true, &["svc"], ALL, &[Status], &["spec.clusterIP", "spec.type"]),
+        // apiextensions
+        ResourceDef { categories: &["api-extensions"], ..res!("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", "customresourcedefinition", false, &["crd", "crds"], NONE, &[Status], NONE) },
         // apps/v1
         res!("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", true, NONE, NONE, &[], NONE),
         res!("apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, &["ds"], ALL, &[Status], NONE),
@@ -274,80 +299,121 @@ fn build() -> Vec<ResourceDef> {
     v
 }
 
-/// The catalogue: lookup by group/version/plural and by group/version/kind.
+/// The catalogue: lookup by group/version/plural and by group/version/kind. The
+/// built-in catalogue is process-wide; a server's catalogue adds the resources its
+/// CustomResourceDefinitions define ([`Catalog::with_custom`]).
 pub struct Catalog {
-    resources: Vec<ResourceDef>,
+    resources: Vec<&'static ResourceDef>,
     by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
 }
 
+/// Groups of built-in kinds in discovery order (upstream's group priorities).
+const GROUP_ORDER: &[&str] = &[
+    "",
+    "apps",
+    "events.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+];
+
 impl Catalog {
+    fn from_resources(mut resources: Vec<&'static ResourceDef>) -> Catalog {
+        resources
+            .sort_by(|a, b| (a.group, a.version, a.plural).cmp(&(b.group, b.version, b.plural)));
+        let by_path = resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.group, r.version, r.plural), i))
+            .collect();
+        Catalog { resources, by_path }
+    }
+
     /// The process-wide catalogue of built-in kinds.
     pub fn builtin() -> &'static Catalog {
+        static DEFS: OnceLock<Vec<ResourceDef>> = OnceLock::new();
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
         CATALOG.get_or_init(|| {
-            let resources = build();
-            let by_path = resources
-                .iter()
-                .enumerate()
-                .map(|(i, r)| ((r.group, r.version, r.plural), i))
-                .collect();
-            Catalog { resources, by_path }
+            let defs = DEFS.get_or_init(build);
+            Catalog::from_resources(defs.iter().collect())
         })
     }
 
+    /// The built-in catalogue plus `custom` resources (a built-in resource wins over a
+    /// custom one at the same path).
+    pub fn with_custom(custom: &[&'static ResourceDef]) -> Catalog {
+        let builtin = Catalog::builtin();
+        let mut all = builtin.resources.clone();
+        all.extend(
+            custom
+                .iter()
+                .copied()
+                .filter(|r| builtin.lookup(r.group, r.version, r.plural).is_none()),
+        );
+        Catalog::from_resources(all)
+    }
+
     /// Every served resource, sorted by group, version, plural.
-    pub fn resources(&self) -> &[ResourceDef] {
+    pub fn resources(&self) -> &[&'static ResourceDef] {
         &self.resources
     }
 
     /// The resource served at `group/version/plural`.
-    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
         self.by_path
             .get(&(group, version, plural))
-            .map(|&i| &self.resources[i])
+            .map(|&i| self.resources[i])
     }
 
     /// The resource whose representation is stored for `def` (itself, or the storage
     /// version of the same objects).
-    pub fn storage_def<'a>(&'a self, def: &'a ResourceDef) -> &'a ResourceDef {
+    pub fn storage_def(&self, def: &'static ResourceDef) -> &'static ResourceDef {
+        if let Some(c) = def.custom {
+            return c.storage_def().unwrap_or(def);
+        }
         def.storage_of
-            .and_then(|(g, v)| self.lookup(g, v, def.plural))
+            .and_then(|(g, v)| Catalog::builtin().lookup(g, v, def.plural))
             .unwrap_or(def)
     }
 
     /// The resource for a kind in a group/version.
-    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&ResourceDef> {
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&'static ResourceDef> {
         self.resources
             .iter()
+            .copied()
             .find(|r| r.group == group && r.version == version && r.kind == kind)
     }
 
-    /// Group names in discovery order (core first as "", then upstream's priority order
-    /// approximated by the order of this list).
+    /// Group names in discovery order: core first as "", the built-in groups in
+    /// upstream's priority order, then the groups of custom resources by name.
     pub fn groups(&self) -> Vec<&'static str> {
-        const ORDER: &[&str] = &[
-            "",
-            "apps",
-            "events.k8s.io",
-            "autoscaling",
-            "batch",
-            "certificates.k8s.io",
-            "networking.k8s.io",
-            "policy",
-            "rbac.authorization.k8s.io",
-            "storage.k8s.io",
-            "scheduling.k8s.io",
-            "coordination.k8s.io",
-            "discovery.k8s.io",
-        ];
-        ORDER
+        let mut out: Vec<&'static str> = GROUP_ORDER
             .iter()
             .copied()
             .filter(|g| self.resources.iter().any(|r| r.group == *g))
-            .collect()
+            .collect();
+        let mut rest: Vec<&'static str> = self
+            .resources
+            .iter()
+            .map(|r| r.group)
+            .filter(|g| !GROUP_ORDER.contains(g))
+            .collect();
+        rest.sort_unstable();
+        rest.dedup();
+        out.extend(rest);
+        out
     }
 
-    /// Versions served for a group, preferred first.
+    /// Versions served for a group, preferred first (Kubernetes version priority:
+    /// GA before beta before alpha, higher numbers first).
     pub fn versions(&self, group: &str) -> Vec<&'static str> {
         let mut vs: Vec<&'static str> = Vec::new();
         for r in &self.resources {
@@ -355,17 +421,53 @@ impl Catalog {
                 vs.push(r.version);
             }
         }
-        // Preferred version first: autoscaling prefers v2 upstream.
-        vs.sort_by(|a, b| b.cmp(a));
+        vs.sort_by(|a, b| compare_kube_versions(b, a));
         vs
     }
 
     /// Resources of one group/version.
-    pub fn group_version(&self, group: &str, version: &str) -> Vec<&ResourceDef> {
+    pub fn group_version(&self, group: &str, version: &str) -> Vec<&'static ResourceDef> {
         self.resources
             .iter()
+            .copied()
             .filter(|r| r.group == group && r.version == version)
             .collect()
+    }
+}
+
+/// Upstream's `version.CompareKubeAwareVersionStrings`: `v<major>` > `v<major>beta<n>` >
+/// `v<major>alpha<n>` > anything else (compared as strings, reversed), higher numbers
+/// first. Returns the ordering of `a` relative to `b` in priority (Greater = preferred).
+pub fn compare_kube_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() || digits.starts_with('0') {
+            return None;
+        }
+        let major: u64 = digits.parse().ok()?;
+        let tail = &rest[digits.len()..];
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (level, num) = if let Some(n) = tail.strip_prefix("beta") {
+            (1, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n)
+        } else {
+            return None;
+        };
+        if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) || num.starts_with('0') {
+            return None;
+        }
+        Some((major, level, num.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, la, na)), Some((mb, lb, nb))) => la.cmp(&lb).then(ma.cmp(&mb)).then(na.cmp(&nb)),
+        (Some(_), None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (None, None) => b.cmp(a),
     }
 }
 
@@ -387,6 +489,30 @@ mod tests {
             .expect("roles");
         assert_eq!(r.definition(), "io.k8s.api.rbac.v1.Role");
         assert!(c.lookup("", "v1", "nonsense").is_none());
+        let mut vs = vec![
+            "v1alpha1",
+            "v2",
+            "v1beta1",
+            "v1",
+            "v10",
+            "v11alpha2",
+            "foo",
+            "v2beta3",
+        ];
+        vs.sort_by(|a, b| compare_kube_versions(b, a));
+        assert_eq!(
+            vs,
+            [
+                "v10",
+                "v2",
+                "v1",
+                "v2beta3",
+                "v1beta1",
+                "v11alpha2",
+                "v1alpha1",
+                "foo"
+            ]
+        );
         assert!(!c
             .lookup("", "v1", "namespaces")
             .expect("ns")

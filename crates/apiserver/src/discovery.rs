@@ -41,8 +41,7 @@ fn group_entry(c: &Catalog, group: &str) -> Value {
 }
 
 /// `/apis` (legacy `APIGroupList`).
-pub fn group_list() -> Value {
-    let c = Catalog::builtin();
+pub fn group_list(c: &Catalog) -> Value {
     let groups: Vec<Value> = c
         .groups()
         .into_iter()
@@ -53,8 +52,7 @@ pub fn group_list() -> Value {
 }
 
 /// `/apis/<group>`; `None` for an unknown group.
-pub fn group(group: &str) -> Option<Value> {
-    let c = Catalog::builtin();
+pub fn group(c: &Catalog, group: &str) -> Option<Value> {
     if group.is_empty() || c.versions(group).is_empty() {
         return None;
     }
@@ -75,8 +73,7 @@ fn sub_kind(sub: Subresource) -> (&'static str, &'static str, &'static str) {
 }
 
 /// `/api/v1` or `/apis/<g>/<v>` (`APIResourceList`).
-pub fn resource_list(group: &str, version: &str) -> Value {
-    let c = Catalog::builtin();
+pub fn resource_list(c: &Catalog, group: &str, version: &str) -> Value {
     let mut resources = Vec::new();
     for r in c.group_version(group, version) {
         let mut m = Map::new();
@@ -181,8 +178,7 @@ fn aggregated_group(c: &Catalog, group: &str) -> Value {
 }
 
 /// Aggregated discovery for `/api` (`core = true`) or `/apis`.
-pub fn aggregated(core: bool) -> Value {
-    let c = Catalog::builtin();
+pub fn aggregated(c: &Catalog, core: bool) -> Value {
     let items: Vec<Value> = c
         .groups()
         .into_iter()
@@ -228,7 +224,7 @@ mod tests {
 
     #[test]
     fn resource_lists_carry_scale() {
-        let l = resource_list("apps", "v1");
+        let l = resource_list(Catalog::builtin(), "apps", "v1");
         let scale = l["resources"]
             .as_array()
             .and_then(|a| a.iter().find(|r| r["name"] == "deployments/scale"))

@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 
 use crate::api::{error_response, Api, Reply, MAX_BODY};
 use crate::discovery;
-use crate::request::{route, Query, Route};
+use crate::request::{route_in, Query, Route};
 use crate::status::ApiError;
 
 /// What the HTTP layer needs.
@@ -106,38 +106,39 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
             return r;
         }
         "/openapi/v3" | "/openapi/v3/" => {
-            let mut r = Response::new(Body::from(crate::openapi::openapi().index.clone()));
+            let mut r = Response::new(Body::from(state.api.crds.openapi().index.clone()));
             r.headers_mut()
                 .insert("content-type", HeaderValue::from_static("application/json"));
             return r;
         }
         p if p.starts_with("/openapi/v3/") => {
-            return openapi_document(&p["/openapi/v3/".len()..], &query, &parts.headers)
+            return openapi_document(&state, &p["/openapi/v3/".len()..], &query, &parts.headers)
         }
         _ => {}
     }
-    let target = match route(&path) {
+    let catalog = state.api.catalog();
+    let target = match route_in(&catalog, &path) {
         Ok(Route::CoreVersions) => {
             return if discovery::wants_aggregated(&accept) {
-                aggregated(discovery::aggregated(true))
+                aggregated(discovery::aggregated(&catalog, true))
             } else {
                 json(&discovery::core_versions(&state.server_address))
             }
         }
         Ok(Route::Groups) => {
             return if discovery::wants_aggregated(&accept) {
-                aggregated(discovery::aggregated(false))
+                aggregated(discovery::aggregated(&catalog, false))
             } else {
-                json(&discovery::group_list())
+                json(&discovery::group_list(&catalog))
             }
         }
         Ok(Route::Group(g)) => {
-            return match discovery::group(&g) {
+            return match discovery::group(&catalog, &g) {
                 Some(v) => json(&v),
                 None => error_response(&ApiError::path_not_found()),
             }
         }
-        Ok(Route::ResourceList(g, v)) => return json(&discovery::resource_list(&g, &v)),
+        Ok(Route::ResourceList(g, v)) => return json(&discovery::resource_list(&catalog, &g, &v)),
         Ok(Route::Resource(t)) => t,
         Err(e) => return error_response(&e),
     };
@@ -185,8 +186,8 @@ fn aggregated(v: serde_json::Value) -> Response {
     r
 }
 
-fn openapi_document(path: &str, query: &Query, headers: &HeaderMap) -> Response {
-    let api = crate::openapi::openapi();
+fn openapi_document(state: &HttpState, path: &str, query: &Query, headers: &HeaderMap) -> Response {
+    let api = state.api.crds.openapi();
     let Some(doc) = api.documents.get(path.trim_end_matches('/')) else {
         return error_response(&ApiError::path_not_found());
     };

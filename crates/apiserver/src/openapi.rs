@@ -19,19 +19,21 @@ use crate::catalog::{Catalog, ResourceDef, Subresource};
 use crate::schema::{definitions, REF_PREFIX};
 
 /// One served document with its hash.
+#[derive(Clone)]
 pub struct Document {
     /// Serialised JSON.
-    pub bytes: Vec<u8>,
+    pub bytes: bytes::Bytes,
     /// Upper-case hex SHA-512 of `bytes`.
     pub hash: String,
 }
 
 /// All documents keyed by path (`api/v1`, `apis/apps/v1`), and the index.
+#[derive(Clone)]
 pub struct OpenApi {
     /// Per group-version documents.
     pub documents: BTreeMap<String, Document>,
     /// The `/openapi/v3` index.
-    pub index: Vec<u8>,
+    pub index: bytes::Bytes,
 }
 
 fn hash(bytes: &[u8]) -> String {
@@ -52,17 +54,31 @@ fn build() -> OpenApi {
     let mut documents = BTreeMap::new();
     for g in c.groups() {
         for v in c.versions(g) {
-            let key = if g.is_empty() {
-                format!("api/{v}")
-            } else {
-                format!("apis/{g}/{v}")
-            };
-            let doc = document(g, v);
-            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-            let h = hash(&bytes);
-            documents.insert(key, Document { bytes, hash: h });
+            documents.insert(doc_key(g, v), make_document(c, g, v));
         }
     }
+    with_index(documents)
+}
+
+fn doc_key(g: &str, v: &str) -> String {
+    if g.is_empty() {
+        format!("api/{v}")
+    } else {
+        format!("apis/{g}/{v}")
+    }
+}
+
+fn make_document(c: &Catalog, g: &str, v: &str) -> Document {
+    let doc = document(c, g, v);
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    let h = hash(&bytes);
+    Document {
+        bytes: bytes.into(),
+        hash: h,
+    }
+}
+
+fn with_index(documents: BTreeMap<String, Document>) -> OpenApi {
     let mut paths = Map::new();
     for (k, d) in &documents {
         paths.insert(
@@ -71,7 +87,24 @@ fn build() -> OpenApi {
         );
     }
     let index = serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default();
-    OpenApi { documents, index }
+    OpenApi {
+        documents,
+        index: index.into(),
+    }
+}
+
+/// The documents of a catalogue with custom resources: the built-in documents, plus one
+/// per group-version that serves a custom resource (rebuilt from the catalogue).
+pub fn with_custom(c: &Catalog) -> OpenApi {
+    let mut documents = openapi().documents.clone();
+    for g in c.groups() {
+        for v in c.versions(g) {
+            if c.group_version(g, v).iter().any(|r| r.custom.is_some()) {
+                documents.insert(doc_key(g, v), make_document(c, g, v));
+            }
+        }
+    }
+    with_index(documents)
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -296,8 +329,8 @@ fn path_params(ns: bool, name: bool) -> Value {
     Value::Array(p)
 }
 
-fn document(group: &str, version: &str) -> Value {
-    let c = Catalog::builtin();
+fn document(c: &Catalog, group: &str, version: &str) -> Value {
+    let mut custom_schemas: Map<String, Value> = Map::new();
     let prefix = if group.is_empty() {
         format!("/api/{version}")
     } else {
@@ -317,13 +350,16 @@ fn document(group: &str, version: &str) -> Value {
     for r in c.group_version(group, version) {
         let def = r.definition();
         let k_gvk = gvk(r.group, r.version, r.kind);
+        if let Some(custom) = r.custom {
+            custom_schemas.insert(def.clone(), crate::crd::openapi::kind_schema(custom));
+        }
         roots.insert(def.clone());
         kinds.push((def.clone(), k_gvk.clone()));
         let list_name = format!("{def}List");
         lists.push((
             list_name.clone(),
             def.clone(),
-            gvk(r.group, r.version, &format!("{}List", r.kind)),
+            gvk(r.group, r.version, &r.list_kind()),
         ));
         let ns = r.namespaced;
         let base = if ns {
@@ -447,7 +483,7 @@ fn document(group: &str, version: &str) -> Value {
         if components.contains_key(&name) {
             continue;
         }
-        let Some(schema) = defs.get(&name) else {
+        let Some(schema) = custom_schemas.get(&name).or_else(|| defs.get(&name)) else {
             continue;
         };
         collect_refs(schema, &mut todo);

@@ -37,8 +37,13 @@ pub enum Route {
     ResourceList(String, String),
 }
 
-/// Parse a request path.
+/// Parse a request path against the built-in catalogue.
 pub fn route(path: &str) -> ApiResult<Route> {
+    route_in(Catalog::builtin(), path)
+}
+
+/// Parse a request path against `catalog` (built-in kinds and custom resources).
+pub fn route_in(catalog: &Catalog, path: &str) -> ApiResult<Route> {
     let segs: Vec<&str> = path
         .trim_matches('/')
         .split('/')
@@ -52,7 +57,6 @@ pub fn route(path: &str) -> ApiResult<Route> {
         ["apis", g, v, rest @ ..] => (g, v, rest),
         _ => return Err(ApiError::path_not_found()),
     };
-    let catalog = Catalog::builtin();
     if catalog.versions(group).is_empty() || !catalog.versions(group).contains(&version) {
         return Err(ApiError::path_not_found());
     }
@@ -325,18 +329,19 @@ pub fn parse_rv(rv: Option<&str>) -> ApiResult<Option<u64>> {
 }
 
 /// `fieldValidation`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FieldValidation {
     /// Drop unknown fields silently.
     Ignore,
     /// Drop unknown fields and warn (the default).
+    #[default]
     Warn,
     /// Reject unknown fields.
     Strict,
 }
 
 /// Options of create, update, patch and delete.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct WriteOptions {
     /// `dryRun=All`.
     pub dry_run: bool,
@@ -346,6 +351,9 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (apply).
     pub force: bool,
+    /// Set by the server: the write is a server-side apply whose managed fields are
+    /// already computed.
+    pub applied: bool,
 }
 
 impl WriteOptions {
@@ -374,6 +382,7 @@ impl WriteOptions {
             dry_run,
             field_validation,
             field_manager: q.get("fieldManager").map(str::to_string),
+            applied: false,
             force: q.flag("force")?.unwrap_or(false),
         })
     }

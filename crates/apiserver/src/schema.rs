@@ -31,6 +31,7 @@ use k8s_openapi::api as a;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 kinds! {
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     ("", "v1", "ConfigMap") => a::core::v1::ConfigMap,
     ("", "v1", "Endpoints") => a::core::v1::Endpoints,
     ("", "v1", "Event") => a::core::v1::Event,
@@ -103,8 +104,26 @@ pub fn definitions() -> &'static Map<String, Value> {
             normalise_refs(schema);
         }
         add_patch_extensions(&mut defs);
+        untyped_json_schema_types(&mut defs);
         defs
     })
+}
+
+/// The apiextensions types holding arbitrary JSON (`JSON`, and the `JSONSchemaPropsOr*`
+/// unions) carry no type upstream (only a description): any value is accepted, and
+/// server-side apply treats them as deduced (atomic) values.
+fn untyped_json_schema_types(defs: &mut Map<String, Value>) {
+    for name in [
+        "JSON",
+        "JSONSchemaPropsOrArray",
+        "JSONSchemaPropsOrBool",
+        "JSONSchemaPropsOrStringArray",
+    ] {
+        let key = format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{name}");
+        if let Some(d) = defs.get_mut(&key).and_then(Value::as_object_mut) {
+            d.retain(|k, _| k == "description");
+        }
+    }
 }
 
 /// Put the patch strategy, merge key, list type and map type of every field the

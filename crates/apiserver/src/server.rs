@@ -99,7 +99,7 @@ fn load_tables(objects: Vec<(String, String, Vec<u8>)>) -> HashMap<Arc<str>, Tab
         .resources()
         .iter()
         .filter(|r| r.storage_of.is_none())
-        .map(|r| (r.storage_key(), r))
+        .map(|r| (r.storage_key(), *r))
         .collect();
     let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
     for (resource, key, json) in objects {
@@ -212,11 +212,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let committer = Committer::start(db);
     let store = Store::new(loaded.rv, tables, committer, config.history.max(1));
     store.attach_committer();
-    let api = Arc::new(Api {
-        store: store.clone(),
-        bookmark_interval: config.bookmark_interval,
-    });
+    let api = Arc::new(Api::new(store.clone(), config.bookmark_interval));
     bootstrap(&api).await;
+    api.reconcile_crds().await;
 
     let listener = TcpListener::bind(config.bind)
         .await

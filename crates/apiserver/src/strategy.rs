@@ -9,22 +9,24 @@ use crate::catalog::ResourceDef;
 
 /// Kinds whose objects carry `metadata.generation`.
 pub fn uses_generation(def: &ResourceDef) -> bool {
-    matches!(
-        def.kind,
-        "Pod"
-            | "Deployment"
-            | "ReplicaSet"
-            | "StatefulSet"
-            | "DaemonSet"
-            | "Job"
-            | "CronJob"
-            | "ReplicationController"
-            | "PodDisruptionBudget"
-            | "HorizontalPodAutoscaler"
-            | "NetworkPolicy"
-            | "Ingress"
-            | "ServiceCIDR"
-    )
+    def.custom.is_some()
+        || matches!(
+            def.kind,
+            "Pod"
+                | "Deployment"
+                | "ReplicaSet"
+                | "StatefulSet"
+                | "DaemonSet"
+                | "Job"
+                | "CronJob"
+                | "ReplicationController"
+                | "PodDisruptionBudget"
+                | "HorizontalPodAutoscaler"
+                | "NetworkPolicy"
+                | "Ingress"
+                | "ServiceCIDR"
+                | "CustomResourceDefinition"
+        )
 }
 
 /// Current time in RFC 3339 with seconds precision (`metav1.Time`).
@@ -88,7 +90,14 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
     // clients do not set status on create; defaulting fills what upstream records
     // (pod phase and QoS class, namespace phase, service load balancer). Nodes keep
     // theirs: kubelets register with their status (upstream node PrepareForCreate).
-    if def.has_status() && !(def.group.is_empty() && def.kind == "Node") {
+    if def.custom.is_some() {
+        // custom resources with a status subresource drop the status on create
+        if def.has_status() {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+    } else if def.has_status() && !(def.group.is_empty() && def.kind == "Node") {
         if let Some(o) = obj.as_object_mut() {
             o.insert("status".into(), json!({}));
         }
@@ -158,7 +167,10 @@ fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
             let mut c = v.clone();
             if let Some(o) = c.as_object_mut() {
                 o.remove("metadata");
-                o.remove("status");
+                // without a status subresource, a custom resource's status is content
+                if def.custom.is_none() || def.has_status() {
+                    o.remove("status");
+                }
             }
             c
         };

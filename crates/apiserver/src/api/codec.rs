@@ -32,7 +32,7 @@ impl Rendering {
     /// `kind` and `apiVersion` of a list in this rendering.
     pub fn list_kind(self, def: &ResourceDef) -> (String, String) {
         match self {
-            Rendering::Full => (format!("{}List", def.kind), def.api_version()),
+            Rendering::Full => (def.list_kind(), def.api_version()),
             Rendering::Metadata => ("PartialObjectMetadataList".into(), "meta.k8s.io/v1".into()),
             Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
         }
@@ -85,6 +85,9 @@ pub fn storage_def(def: &'static ResourceDef) -> &'static ResourceDef {
 }
 
 fn convert(def: &ResourceDef, from: &ResourceDef, to: &ResourceDef, v: Value) -> ApiResult<Value> {
+    if def.custom.is_some() {
+        return Ok(crate::crd::convert_none(v, &to.api_version()));
+    }
     crate::conversion::convert(def.kind, &from.api_version(), &to.api_version(), v).map_err(|e| {
         ApiError::internal(format!(
             "converting {} from {} to {}: {e}",

@@ -142,6 +142,12 @@ fn decide(
             m.insert("deletionTimestamp".into(), json!(strategy::now_rfc3339()));
             m.insert("deletionGracePeriodSeconds".into(), json!(0));
         }
+        // upstream's namespace Delete sets the propagation finalizers too
+        match opts.propagation.as_deref() {
+            Some("Orphan") => add_finalizer(&mut obj, "orphan"),
+            Some("Foreground") => add_finalizer(&mut obj, "foregroundDeletion"),
+            _ => {}
+        }
         if let Some(o) = obj.as_object_mut() {
             let status = o.entry("status").or_insert_with(|| json!({}));
             if let Some(s) = status.as_object_mut() {
@@ -149,6 +155,30 @@ fn decide(
             }
         }
         return Ok(WriteAction::Put(obj));
+    }
+    if def.group == "apiextensions.k8s.io"
+        && def.kind == "CustomResourceDefinition"
+        && !already_deleting
+    {
+        // upstream's CRD REST Delete: the cleanup finalizer and Terminating condition
+        add_finalizer(&mut obj, crate::crd::CLEANUP_FINALIZER);
+        let mut conditions: Vec<Value> = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        crate::crd::names::set_condition(
+            &mut conditions,
+            "Terminating",
+            true,
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+            &strategy::now_rfc3339(),
+        );
+        if !obj["status"].is_object() {
+            obj["status"] = json!({});
+        }
+        obj["status"]["conditions"] = Value::Array(conditions);
     }
     match opts.propagation.as_deref() {
         Some("Orphan") => add_finalizer(&mut obj, "orphan"),
@@ -231,6 +261,18 @@ impl ApiError {
 }
 
 impl Api {
+    /// Delete one object with default options (background propagation).
+    pub(crate) async fn delete_quietly(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+    ) -> ApiResult<()> {
+        self.delete_one(def, ns, name, &DeleteOptions::default())
+            .await
+            .map(|_| ())
+    }
+
     async fn delete_one(
         &self,
         def: &'static ResourceDef,
@@ -327,7 +369,7 @@ impl Api {
         }
         Ok(Reply::json(
             StatusCode::OK,
-            &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": out}),
+            &json!({"kind": def.list_kind(), "apiVersion": def.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": out}),
         ))
     }
 }

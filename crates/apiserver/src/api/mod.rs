@@ -4,8 +4,10 @@
 //! Handlers here speak Kubernetes (targets, options, objects, `Status` errors); the
 //! HTTP framing lives in [`crate::http`].
 
+mod apply;
 pub mod codec;
 mod delete;
+mod managed;
 pub mod negotiate;
 mod read;
 mod watch;
@@ -34,6 +36,10 @@ pub struct Api {
     pub store: Arc<Store>,
     /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// The resources CustomResourceDefinitions define.
+    pub crds: crate::crd::Registry,
+    /// CRDs whose objects are being deleted.
+    pub(crate) crd_cleanups: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// A response plus `Warning` headers to attach.
@@ -111,8 +117,41 @@ pub fn error_response(e: &ApiError) -> Response {
 }
 
 impl Api {
+    /// The resource API over `store`.
+    pub fn new(store: Arc<Store>, bookmark_interval: Duration) -> Api {
+        Api {
+            store,
+            bookmark_interval,
+            crds: crate::crd::Registry::default(),
+            crd_cleanups: Default::default(),
+        }
+    }
+
+    /// The current catalogue (built-in kinds and custom resources).
+    pub fn catalog(&self) -> Arc<crate::catalog::Catalog> {
+        self.crds.catalog()
+    }
+
     /// Serve a request on a resource path.
     pub async fn serve(
+        self: &Arc<Self>,
+        method: &Method,
+        target: Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> ApiResult<Reply> {
+        let crd_write = method != Method::GET
+            && target.resource.group == "apiextensions.k8s.io"
+            && target.resource.plural == "customresourcedefinitions";
+        let reply = self.serve_inner(method, target, query, headers, body).await;
+        if crd_write && reply.is_ok() {
+            self.reconcile_crds().await;
+        }
+        reply
+    }
+
+    async fn serve_inner(
         self: &Arc<Self>,
         method: &Method,
         target: Target,
@@ -132,6 +171,13 @@ impl Api {
             return Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",
             ));
+        }
+        if let Some(custom) = target.resource.custom {
+            if custom.terminating && method == Method::POST {
+                return Err(ApiError::method_not_allowed(
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
         }
         match (method.as_str(), target.name.is_some()) {
             ("GET", true) => self.get(&target, query, rendering),
@@ -229,6 +275,8 @@ pub enum PatchBody {
     Merge(Value),
     /// `application/strategic-merge-patch+json`.
     Strategic(Value),
+    /// `application/apply-patch+yaml` (server-side apply): the applied configuration.
+    Apply(Value),
 }
 
 impl PatchBody {
@@ -246,6 +294,16 @@ impl PatchBody {
                 Ok(PatchBody::Json(p))
             }
             "application/merge-patch+json" => Ok(PatchBody::Merge(parse_value()?)),
+            "application/apply-patch+yaml" => {
+                let v: Value = serde_yaml::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+                if !v.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding YAML: the applied configuration must be an object",
+                    ));
+                }
+                Ok(PatchBody::Apply(v))
+            }
             "application/strategic-merge-patch+json" => {
                 let v = parse_value()?;
                 if !v.is_object() {
@@ -290,6 +348,11 @@ impl PatchBody {
                 Ok(doc)
             }
             PatchBody::Strategic(p) => crate::patch::strategic(original, p, definition),
+            PatchBody::Apply(_) => Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "server-side apply is not supported here",
+            )),
         }
     }
 }

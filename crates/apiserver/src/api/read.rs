@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::codec::Rendering;
 use super::{Api, Reply};
+use crate::catalog::ResourceDef;
 use crate::catalog::Subresource;
 use crate::filter::Filter;
 use crate::request::{ListOptions, Query, RvMatch, Target};
@@ -38,7 +39,7 @@ impl Api {
         let obj = self.current(target)?;
         match target.subresource {
             Some(Subresource::Scale) => {
-                let scale = scale_of(&obj.value()?);
+                let scale = scale_of(target.resource, &obj.value()?);
                 match rendering {
                     Rendering::Table(opts) => {
                         let table =
@@ -172,7 +173,7 @@ impl Api {
 }
 
 /// The `autoscaling/v1` `Scale` view of an object.
-pub fn scale_of(obj: &Value) -> Value {
+pub fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
     let md = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut meta = serde_json::Map::new();
     for f in [
@@ -186,18 +187,40 @@ pub fn scale_of(obj: &Value) -> Value {
             meta.insert(f.into(), v.clone());
         }
     }
-    let replicas = obj
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let status_replicas = obj
-        .pointer("/status/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let selector = obj
-        .pointer("/spec/selector")
-        .map(selector_string)
-        .unwrap_or_default();
+    let (replicas, status_replicas, selector) = match def.custom.and_then(|c| c.scale.as_ref()) {
+        Some(paths) => {
+            let at = |p: &str| {
+                crate::crd::jsonpath::JsonPath::parse(p)
+                    .ok()
+                    .and_then(|jp| jp.first(obj).cloned())
+            };
+            (
+                at(&paths.spec_replicas)
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0),
+                at(&paths.status_replicas)
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(0),
+                paths
+                    .label_selector
+                    .as_deref()
+                    .and_then(at)
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+            )
+        }
+        None => (
+            obj.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            obj.pointer("/status/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            obj.pointer("/spec/selector")
+                .map(selector_string)
+                .unwrap_or_default(),
+        ),
+    };
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -20,13 +20,13 @@ const SERVICE_CIDR_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
 const SERVICE_CIDR_SIZE: u32 = 1 << 20;
 
 /// What an incoming body became after decoding and pruning.
-struct Decoded {
-    obj: Value,
-    warnings: Vec<String>,
+pub(super) struct Decoded {
+    pub(super) obj: Value,
+    pub(super) warnings: Vec<String>,
 }
 
 /// Check kind/apiVersion, drop or reject unknown fields, check types.
-fn normalise(
+pub(super) fn normalise(
     def: &ResourceDef,
     mut obj: Value,
     duplicates: Vec<String>,
@@ -61,7 +61,10 @@ fn normalise(
         o.extend(rest);
     }
     // unknown fields are always dropped; Ignore only stops reporting them
-    let unknown = crate::schema::prune_unknown(&def.definition(), &mut obj);
+    let unknown = match def.custom {
+        Some(custom) => prune_custom(custom, &mut obj),
+        None => crate::schema::prune_unknown(&def.definition(), &mut obj),
+    };
     let mut problems: Vec<String> = Vec::new();
     if opts.field_validation != FieldValidation::Ignore {
         problems.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
@@ -92,7 +95,24 @@ fn normalise(
     })
 }
 
-fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
+/// Drop what a custom resource's schema does not know: unknown metadata fields always,
+/// unknown content fields by the structural schema (none without a schema).
+fn prune_custom(custom: &crate::crd::CustomVersion, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Some(meta) = obj.get_mut("metadata") {
+        unknown.extend(
+            crate::schema::prune_unknown(crate::table::OBJECT_META, meta)
+                .into_iter()
+                .map(|p| format!("metadata.{p}")),
+        );
+    }
+    if let Some(schema) = &custom.schema {
+        unknown.extend(crate::crd::structural::prune(schema, obj));
+    }
+    unknown
+}
+
+pub(super) fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
     let url_name = target.name.as_deref().unwrap_or("");
     let body_name = strategy::meta_str(obj, "name").unwrap_or("").to_string();
     if body_name.is_empty() {
@@ -260,9 +280,23 @@ impl Api {
                 "create is not supported on this subresource",
             ));
         }
-        let opts = WriteOptions::parse(query)?;
+        let opts = super::managed::write_options(query, headers, "CreateOptions", false)?;
         let (raw, dups) = decode_body(def.kind, headers, body)?;
-        let Decoded { mut obj, warnings } = normalise(def, raw, dups, &opts)?;
+        let Decoded { obj, warnings } = normalise(def, raw, dups, &opts)?;
+        self.create_object(target, &opts, obj, warnings, None).await
+    }
+
+    /// Create `obj` (decoded and normalised); `applied`: the object comes from a
+    /// server-side apply whose managed fields are already set.
+    pub(super) async fn create_object(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        mut obj: Value,
+        warnings: Vec<String>,
+        applied: Option<()>,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
         ensure_namespace(target, &mut obj)?;
         let given_name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
         let generate = strategy::meta_str(&obj, "generateName")
@@ -289,6 +323,10 @@ impl Api {
         strategy::prepare_create(def, &mut obj);
         admission::default_object(def, &mut obj, true);
         admission::validate_object(def, &obj, None)?;
+        if applied.is_none() {
+            let manager = opts.field_manager.clone().unwrap_or_default();
+            super::managed::record_update(def, None, &manager, None, &mut obj);
+        }
         let ns = target.namespace.clone();
         let resource = def.storage_key();
         let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();
@@ -339,7 +377,7 @@ impl Api {
         body: &Bytes,
     ) -> ApiResult<Reply> {
         let def = target.resource;
-        let opts = WriteOptions::parse(query)?;
+        let opts = super::managed::write_options(query, headers, "UpdateOptions", false)?;
         let (raw, dups) = decode_body(
             if target.subresource == Some(Subresource::Scale) {
                 "Scale"
@@ -399,6 +437,8 @@ impl Api {
         let key = object_key(target.namespace.as_deref(), &name);
         let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();
         let sub = target.subresource;
+        let manager = opts.field_manager.clone().unwrap_or_default();
+        let applied = opts.applied;
         let outcome = self
             .store
             .write(
@@ -434,6 +474,9 @@ impl Api {
                     admission::default_object(def, &mut new, false);
                     if sub != Some(Subresource::Binding) {
                         admission::validate_object(def, &new, Some(&old))?;
+                    }
+                    if !same_ignoring_rv(&old, &new) && !applied {
+                        super::managed::record_update(def, sub, &manager, Some(&old), &mut new);
                     }
                     if strategy::ready_to_vanish(&new) {
                         return Ok(WriteAction::Delete(Some(super::codec::to_storage(
@@ -578,22 +621,29 @@ impl Api {
                 let replicas = match (&patch, replicas_cell) {
                     (_, Some(r)) => r,
                     (Some(p), None) => {
-                        let current_scale = super::read::scale_of(old);
+                        let current_scale = super::read::scale_of(def, old);
                         let patched = p.apply(&current_scale, "io.k8s.api.autoscaling.v1.Scale")?;
                         scale_replicas(&patched, &name)?
                     }
                     (None, None) => 0,
                 };
                 let mut new = old.clone();
-                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("replicas".into(), json!(replicas));
+                match def.custom.and_then(|c| c.scale.as_ref()) {
+                    Some(paths) => {
+                        crate::crd::set_at_path(&mut new, &paths.spec_replicas, json!(replicas))
+                    }
+                    None => {
+                        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                            spec.insert("replicas".into(), json!(replicas));
+                        }
+                    }
                 }
                 Ok(new)
             })
             .await?;
         // answer with the Scale view of what was stored
         let v = super::codec::present_value(def, stored.value()?)?;
-        Ok(Reply::json(StatusCode::OK, &super::read::scale_of(&v)))
+        Ok(Reply::json(StatusCode::OK, &super::read::scale_of(def, &v)))
     }
 
     pub(super) async fn patch(
@@ -604,11 +654,21 @@ impl Api {
         body: &Bytes,
     ) -> ApiResult<Reply> {
         let def = target.resource;
-        let opts = WriteOptions::parse(query)?;
         if body.len() > super::MAX_BODY {
             return Err(ApiError::too_large());
         }
         let patch = super::PatchBody::parse(&content_type(headers), body)?;
+        if let super::PatchBody::Apply(config) = patch {
+            return self.server_side_apply(target, query, headers, config).await;
+        }
+        if def.custom.is_some() && matches!(patch, super::PatchBody::Strategic(_)) {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+        let opts = super::managed::write_options(query, headers, "PatchOptions", false)?;
         if target.subresource == Some(Subresource::Scale) {
             return self
                 .update_scale(target, &opts, Value::Null, Some(patch))

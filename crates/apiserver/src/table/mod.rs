@@ -280,6 +280,8 @@ impl TableOptions {
 pub struct Tabulator {
     def: &'static ResourceDef,
     printer: &'static Printer,
+    /// A custom resource's printer columns (instead of `printer`).
+    custom: Option<&'static crate::crd::CustomVersion>,
     opts: TableOptions,
     /// Fixed printing time (tests); `None` prints at the current time.
     now: Option<DateTime<Utc>>,
@@ -293,6 +295,7 @@ impl Tabulator {
         Tabulator {
             def,
             printer: printer_for(def).unwrap_or(&DEFAULT),
+            custom: def.custom,
             opts,
             now: None,
             convert: true,
@@ -303,6 +306,7 @@ impl Tabulator {
     pub fn scale(def: &'static ResourceDef, opts: TableOptions) -> Tabulator {
         Tabulator {
             printer: &SCALE,
+            custom: None,
             convert: false,
             ..Tabulator::new(def, opts)
         }
@@ -316,6 +320,9 @@ impl Tabulator {
 
     /// The column definitions.
     pub fn columns(&self) -> Value {
+        if let Some(custom) = self.custom {
+            return custom_columns(custom);
+        }
         Value::Array(
             self.printer
                 .columns
@@ -336,7 +343,10 @@ impl Tabulator {
     /// The row of one object, given in its stored representation.
     pub fn row(&self, stored: &Value) -> ApiResult<Value> {
         let now = self.now.unwrap_or_else(Utc::now);
-        let Row { cells, conditions } = (self.printer.print)(stored, now);
+        let Row { cells, conditions } = match self.custom {
+            Some(custom) => custom_row(custom, stored, now),
+            None => (self.printer.print)(stored, now),
+        };
         let mut row = Map::new();
         row.insert("cells".into(), Value::Array(cells));
         if let Some(c) = conditions {
@@ -381,6 +391,47 @@ impl Tabulator {
         }
         Ok(self.table(meta, vec![self.row(stored)?], headers))
     }
+}
+
+/// Column definitions of a custom resource: Name, then its printer columns (upstream's
+/// apiextensions `tableconvertor`).
+fn custom_columns(custom: &crate::crd::CustomVersion) -> Value {
+    let mut cols = vec![json!({
+        "name": NAME.name, "type": NAME.ty, "format": NAME.format,
+        "description": NAME.desc.text(), "priority": 0,
+    })];
+    cols.extend(custom.columns.iter().map(|c| {
+        json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
+    }));
+    Value::Array(cols)
+}
+
+/// Cells of a custom resource: the first value each column's JSONPath finds, typed as
+/// upstream's `cellForJSONValue` (dates as ages; mistyped values as null).
+fn custom_row(custom: &crate::crd::CustomVersion, v: &Value, now: DateTime<Utc>) -> Row {
+    let mut cells = vec![name(v)];
+    for c in &custom.columns {
+        let found = crate::crd::jsonpath::JsonPath::parse(&c.json_path)
+            .ok()
+            .and_then(|p| p.first(v).cloned());
+        let cell = match (c.ty.as_str(), found) {
+            (_, None) | (_, Some(Value::Null)) => Value::Null,
+            ("integer", Some(Value::Number(n))) => n
+                .as_i64()
+                .or_else(|| n.as_f64().map(|f| f as i64))
+                .map_or(Value::Null, |i| json!(i)),
+            ("number", Some(Value::Number(n))) => n.as_f64().map_or(Value::Null, |f| json!(f)),
+            ("boolean", Some(b @ Value::Bool(_))) => b,
+            ("string", Some(x)) => json!(crate::crd::jsonpath::to_text(&x)),
+            ("date", Some(Value::String(t))) => match duration::parse_time(&t) {
+                Some(t) => json!(duration::elapsed(t, now)),
+                None => json!("<invalid>"),
+            },
+            _ => Value::Null,
+        };
+        cells.push(cell);
+    }
+    Row::of(cells)
 }
 
 // ----------------------------------------------------------------------------------

@@ -1,0 +1,173 @@
+//! Field management: `metadata.managedFields` recorded on every create, update and
+//! patch, and server-side apply (`application/apply-patch+yaml`), with the engine in
+//! [`crate::ssa`] driven by the resource's OpenAPI schema (built-in kinds: the generated
+//! definitions; custom resources: the CRD's schema).
+
+use serde_json::{json, Value};
+
+use crate::catalog::{ResourceDef, Subresource};
+use crate::request::WriteOptions;
+use crate::schema::REF_PREFIX;
+use crate::ssa::fieldpath::{field_path, Set};
+use crate::ssa::{ApplyError, Operation, Schema};
+use crate::status::{ApiError, ApiResult, Cause};
+
+/// The schema field management reads for `def`.
+fn schema_root(def: &ResourceDef) -> Value {
+    match def.custom {
+        Some(custom) => crate::crd::openapi::kind_schema(custom),
+        None => json!({"$ref": format!("{REF_PREFIX}{}", def.definition())}),
+    }
+}
+
+/// Fields an operation never owns (upstream strategies' `GetResetFields`): the status
+/// on the main resource of kinds with a status subresource, the spec on `/status`.
+fn reset_fields(def: &ResourceDef, sub: Option<Subresource>) -> Option<Set> {
+    match sub {
+        None if def.has_status() => Some(Set::from_paths(&[field_path(&["status"])])),
+        Some(Subresource::Status) => Some(Set::from_paths(&[field_path(&["spec"])])),
+        _ => None,
+    }
+}
+
+/// Parse the write options of a request, check them (upstream `ValidateFieldManager`,
+/// apply-only options) and settle the field manager: `fieldManager`, else the
+/// User-Agent up to its first `/` (upstream `prefixFromUserAgent`).
+pub fn write_options(
+    query: &crate::request::Query,
+    headers: &axum::http::HeaderMap,
+    options_kind: &str,
+    apply: bool,
+) -> ApiResult<WriteOptions> {
+    let mut opts = WriteOptions::parse(query)?;
+    validate_options(&opts, options_kind, apply)?;
+    if opts.field_manager.as_deref().is_none_or(str::is_empty) {
+        let ua = headers
+            .get("user-agent")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        opts.field_manager = Some(ua.split('/').next().unwrap_or("").to_string());
+    }
+    Ok(opts)
+}
+
+/// Upstream `ValidateFieldManager` and the apply-only options: 422 on the request's
+/// options kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+pub fn validate_options(opts: &WriteOptions, options_kind: &str, apply: bool) -> ApiResult<()> {
+    let mut causes = Vec::new();
+    let manager = opts.field_manager.as_deref().unwrap_or("");
+    if apply && manager.is_empty() {
+        causes.push(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: "fieldManager".into(),
+        });
+    }
+    if !apply && opts.force {
+        causes.push(Cause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: may not be specified for non-apply patch".into(),
+            field: "force".into(),
+        });
+    }
+    if manager.chars().count() > 128 {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: "Too long: may not be more than 128 bytes".into(),
+            field: "fieldManager".into(),
+        });
+    }
+    if manager.chars().any(char::is_control) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {}: must only contain printable characters",
+                json!(manager)
+            ),
+            field: "fieldManager".into(),
+        });
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid("meta.k8s.io", options_kind, "", causes))
+}
+
+fn operation<'a>(
+    def: &'a ResourceDef,
+    api_version: &'a str,
+    manager: &'a str,
+    sub: Option<Subresource>,
+    time: &'a str,
+    reset: Option<&'a Set>,
+) -> Operation<'a> {
+    Operation {
+        manager,
+        api_version,
+        kind: def.kind,
+        subresource: sub.map(Subresource::name),
+        time,
+        reset,
+        empty: None,
+    }
+}
+
+/// Record a non-apply write of `new` over `old` (`None`: create) by `manager`: set
+/// `new`'s `metadata.managedFields`. Never fails (upstream `UpdateNoErrors`).
+pub fn record_update(
+    def: &ResourceDef,
+    sub: Option<Subresource>,
+    manager: &str,
+    old: Option<&Value>,
+    new: &mut Value,
+) {
+    let root = schema_root(def);
+    let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
+    let schema = Schema::new(&root, &resolve);
+    let reset = reset_fields(def, sub);
+    let api_version = def.api_version();
+    let time = crate::strategy::now_rfc3339();
+    let op = operation(def, &api_version, manager, sub, &time, reset.as_ref());
+    let managed = crate::ssa::fieldmanager::update_no_errors(&schema, old, new, &op);
+    crate::ssa::fieldmanager::set_managed_fields(new, managed);
+}
+
+/// Apply `config` by `manager` over `live` (`None`: create): the merged object with its
+/// `managedFields`, or a 409 listing the conflicts.
+pub fn apply(
+    def: &ResourceDef,
+    sub: Option<Subresource>,
+    manager: &str,
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+) -> ApiResult<Value> {
+    let root = schema_root(def);
+    let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
+    let schema = Schema::new(&root, &resolve);
+    let reset = reset_fields(def, sub);
+    let api_version = def.api_version();
+    let time = crate::strategy::now_rfc3339();
+    let op = operation(def, &api_version, manager, sub, &time, reset.as_ref());
+    crate::ssa::fieldmanager::apply(&schema, live, config, &op, force)
+        .map(|a| a.object)
+        .map_err(|e| apply_error(&e))
+}
+
+fn apply_error(e: &ApplyError) -> ApiError {
+    let mut err = match e {
+        ApplyError::Conflicts(_) => ApiError::new(409, "Conflict", e.message()),
+        ApplyError::BadRequest(m) => ApiError::bad_request(m.clone()),
+        ApplyError::Invalid(m) => ApiError::internal(m.clone()),
+    };
+    err.causes = e
+        .causes()
+        .into_iter()
+        .map(|c| Cause {
+            reason: c.cause_type.to_string(),
+            message: c.message,
+            field: c.field,
+        })
+        .collect();
+    err
+}
