@@ -72,7 +72,11 @@ def test_crd_is_served_with_printer_columns(kubectl, ns, group):
     conds = {x["type"]: x for x in c["status"]["conditions"]}
     assert conds["NamesAccepted"]["reason"] == "NoConflicts"
     assert conds["Established"]["status"] == "True"
-    kubectl.apply_yaml("apply", widget(group, "small", {"size": 2, "bogus": 1}), "-n", ns)
+    # kubectl validates strictly by default: an unknown field is refused ...
+    r = kubectl.apply_yaml("apply", widget(group, "small", {"size": 2, "bogus": 1}), "-n", ns, check=False)
+    assert r.returncode != 0 and 'unknown field "spec.bogus"' in r.stderr, r.stderr
+    # ... and pruned without validation
+    kubectl.apply_yaml("apply", widget(group, "small", {"size": 2, "bogus": 1}), "-n", ns, "--validate=false")
     got = kubectl.json("get", f"widgets.{group}", "small", "-n", ns)
     assert got["spec"] == {"size": 2, "color": "red"}, "defaulted and pruned"
     out = kubectl("get", f"widgets.{group}", "-n", ns).stdout.splitlines()
@@ -110,6 +114,10 @@ def test_crd_validation_rejects_with_field_causes(kubectl, ns, group, api_client
     assert objs.get_namespaced_custom_object(group, "v1", ns, "widgets", "ok")["status"]["phase"] == "Ready"
 
 
+def get_managed(kubectl, *args) -> dict:
+    return kubectl.json("get", *args, "--show-managed-fields")
+
+
 def managers(obj: dict) -> dict:
     return {(m["manager"], m["operation"]): m for m in obj["metadata"].get("managedFields", [])}
 
@@ -119,9 +127,9 @@ def test_server_side_apply_builtin_conflicts_force_and_removal(kubectl, ns):
           "data": {"a": "1", "b": "2"}}
     out = kubectl.apply_yaml("apply", cm, "--server-side", "-n", ns).stdout
     assert "configmap/ssa serverside-applied" in out, out
-    got = kubectl.json("get", "cm", "ssa", "-n", ns)
+    got = get_managed(kubectl, "cm", "ssa", "-n", ns)
     m = managers(got)[("kubectl", "Apply")]
-    assert m["fieldsV1"] == {"f:data": {".": {}, "f:a": {}, "f:b": {}}}, m
+    assert m["fieldsV1"] == {"f:data": {"f:a": {}, "f:b": {}}}, m
     # another manager changing an owned field conflicts
     other = {**cm, "data": {"a": "changed"}}
     r = kubectl.apply_yaml("apply", other, "--server-side", "--field-manager=other", "-n", ns, check=False)
@@ -131,19 +139,19 @@ def test_server_side_apply_builtin_conflicts_force_and_removal(kubectl, ns):
     kubectl.apply_yaml("apply", {**cm, "data": {"b": "2"}}, "--server-side", "--field-manager=sharer", "-n", ns)
     # --force-conflicts takes ownership
     kubectl.apply_yaml("apply", other, "--server-side", "--field-manager=other", "--force-conflicts", "-n", ns)
-    got = kubectl.json("get", "cm", "ssa", "-n", ns)
+    got = get_managed(kubectl, "cm", "ssa", "-n", ns)
     assert got["data"]["a"] == "changed"
     ms = managers(got)
     assert ms[("other", "Apply")]["fieldsV1"] == {"f:data": {"f:a": {}}}
     assert "f:a" not in ms[("kubectl", "Apply")]["fieldsV1"]["f:data"]
     # kubectl stops applying b: it stays (sharer owns it); then sharer stops too: gone
     kubectl.apply_yaml("apply", {**cm, "data": {}}, "--server-side", "-n", ns)
-    assert kubectl.json("get", "cm", "ssa", "-n", ns)["data"] == {"a": "changed", "b": "2"}
+    assert get_managed(kubectl, "cm", "ssa", "-n", ns)["data"] == {"a": "changed", "b": "2"}
     kubectl.apply_yaml("apply", {**cm, "data": {"c": "3"}}, "--server-side", "--field-manager=sharer", "-n", ns)
-    assert kubectl.json("get", "cm", "ssa", "-n", ns)["data"] == {"a": "changed", "c": "3"}
+    assert get_managed(kubectl, "cm", "ssa", "-n", ns)["data"] == {"a": "changed", "c": "3"}
     # an update by another client is recorded as an Update manager
     kubectl("label", "cm", "ssa", "x=y", "-n", ns)
-    assert ("kubectl-label", "Update") in managers(kubectl.json("get", "cm", "ssa", "-n", ns))
+    assert ("kubectl-label", "Update") in managers(get_managed(kubectl, "cm", "ssa", "-n", ns))
 
 
 def test_server_side_apply_deployment_and_removal(kubectl, ns):

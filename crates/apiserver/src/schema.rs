@@ -172,7 +172,8 @@ fn add_patch_extensions(defs: &mut Map<String, Value>) {
 fn normalise_refs(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            if m.len() > 1 {
+            // a `$ref` property of a properties map (JSONSchemaProps has one) is not a ref
+            if m.len() > 1 && m.get("$ref").is_some_and(Value::is_string) {
                 if let Some(r) = m.remove("$ref") {
                     m.insert(
                         "allOf".into(),

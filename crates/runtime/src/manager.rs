@@ -261,6 +261,8 @@ enum Phase {
 /// Owns the client, the cache, the runnables and the process-level servers.
 pub struct Manager {
     client: kube::Client,
+    /// The client leader election writes the Lease with (unlimited).
+    election_client: kube::Client,
     cache: Arc<Cache>,
     cache_cancel: CancellationToken,
     options: ManagerOptions,
@@ -308,6 +310,12 @@ impl Manager {
         listen_address(&options.metrics_bind_address)?;
         listen_address(&options.health_probe_bind_address)?;
         let host = RestClientMetricsLayer::host_of(&config.cluster_url);
+        // leader election has a client of its own, outside the QPS budget (as
+        // kube-controller-manager's "leader-election" client): a renew queued behind a
+        // burst of informer requests would miss the renew deadline
+        let election = kube::client::ClientBuilder::try_from(config.clone())?
+            .with_layer(&RestClientMetricsLayer::new(&host))
+            .build();
         let builder = kube::client::ClientBuilder::try_from(config)?
             .with_layer(&RestClientMetricsLayer::new(&host));
         let client = match options.client_qps {
@@ -316,7 +324,9 @@ impl Manager {
                 .build(),
             None => builder.build(),
         };
-        Ok(Self::with_client(client, options))
+        let mut manager = Self::with_client(client, options);
+        manager.election_client = election;
+        Ok(manager)
     }
 
     /// A manager from the usual configuration: `$KUBECONFIG`, `~/.kube/config`, or the
@@ -360,6 +370,7 @@ impl Manager {
         let events_cancel = CancellationToken::new();
         let events = EventBroadcaster::new(client.clone(), events_cancel.clone());
         Manager {
+            election_client: client.clone(),
             client,
             cache,
             cache_cancel,
@@ -697,7 +708,7 @@ impl Manager {
             cfg.retry_period = self.options.retry_period;
             cfg.release_on_cancel = self.options.leader_election_release_on_cancel;
             Some(
-                LeaderElector::new(self.client.clone(), cfg)
+                LeaderElector::new(self.election_client.clone(), cfg)
                     .map_err(|e| ManagerError::Options(e.to_string()))?,
             )
         } else {

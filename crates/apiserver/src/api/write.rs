@@ -483,7 +483,15 @@ impl Api {
                             def, new,
                         )?)));
                     }
-                    if same_ignoring_rv(&old, &new) {
+                    // an apply that only changes ownership still writes its managedFields
+                    let unchanged = if applied {
+                        same_ignoring_rv(&old, &new)
+                            && old.pointer("/metadata/managedFields")
+                                == new.pointer("/metadata/managedFields")
+                    } else {
+                        same_ignoring_rv(&old, &new)
+                    };
+                    if unchanged {
                         return Ok(WriteAction::Unchanged(Arc::clone(current)));
                     }
                     Ok(WriteAction::Put(super::codec::to_storage(def, new)?))
