@@ -105,9 +105,44 @@ pub fn definitions() -> &'static Map<String, Value> {
         }
         add_patch_extensions(&mut defs);
         untyped_json_schema_types(&mut defs);
+        for name in ATOMIC_STRUCTS {
+            if let Some(d) = defs.get_mut(*name).and_then(Value::as_object_mut) {
+                d.insert(
+                    "x-kubernetes-map-type".into(),
+                    Value::String("atomic".into()),
+                );
+            }
+        }
         defs
     })
 }
+
+/// Types declared `+structType=atomic` upstream (`x-kubernetes-map-type: atomic` on the
+/// definition in kube-apiserver's OpenAPI): server-side apply owns them as a whole.
+const ATOMIC_STRUCTS: &[&str] = &[
+    "io.k8s.api.autoscaling.v1.CrossVersionObjectReference",
+    "io.k8s.api.core.v1.ConfigMapKeySelector",
+    "io.k8s.api.core.v1.EndpointAddress",
+    "io.k8s.api.core.v1.EndpointPort",
+    "io.k8s.api.core.v1.FileKeySelector",
+    "io.k8s.api.core.v1.LocalObjectReference",
+    "io.k8s.api.core.v1.NodeSelector",
+    "io.k8s.api.core.v1.NodeSelectorTerm",
+    "io.k8s.api.core.v1.ObjectFieldSelector",
+    "io.k8s.api.core.v1.ObjectReference",
+    "io.k8s.api.core.v1.ResourceFieldSelector",
+    "io.k8s.api.core.v1.ScopeSelector",
+    "io.k8s.api.core.v1.SecretKeySelector",
+    "io.k8s.api.core.v1.SecretReference",
+    "io.k8s.api.core.v1.TopologySelectorTerm",
+    "io.k8s.api.core.v1.TypedLocalObjectReference",
+    "io.k8s.api.discovery.v1.EndpointPort",
+    "io.k8s.api.networking.v1.ServiceBackendPort",
+    "io.k8s.api.rbac.v1.RoleRef",
+    "io.k8s.api.rbac.v1.Subject",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+];
 
 /// The apiextensions types holding arbitrary JSON (`JSON`, and the `JSONSchemaPropsOr*`
 /// unions) carry no type upstream (only a description): any value is accepted, and

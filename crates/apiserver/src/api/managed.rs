@@ -100,6 +100,7 @@ fn operation<'a>(
     sub: Option<Subresource>,
     time: &'a str,
     reset: Option<&'a Set>,
+    empty: Option<&'a Value>,
 ) -> Operation<'a> {
     Operation {
         manager,
@@ -108,7 +109,7 @@ fn operation<'a>(
         subresource: sub.map(Subresource::name),
         time,
         reset,
-        empty: None,
+        empty,
     }
 }
 
@@ -127,7 +128,16 @@ pub fn record_update(
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();
-    let op = operation(def, &api_version, manager, sub, &time, reset.as_ref());
+    let empty = crate::ssa::empty::empty_object(def.group, def.version, def.kind);
+    let op = operation(
+        def,
+        &api_version,
+        manager,
+        sub,
+        &time,
+        reset.as_ref(),
+        empty.as_ref(),
+    );
     let managed = crate::ssa::fieldmanager::update_no_errors(&schema, old, new, &op);
     crate::ssa::fieldmanager::set_managed_fields(new, managed);
 }
@@ -148,7 +158,16 @@ pub fn apply(
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();
-    let op = operation(def, &api_version, manager, sub, &time, reset.as_ref());
+    let empty = crate::ssa::empty::empty_object(def.group, def.version, def.kind);
+    let op = operation(
+        def,
+        &api_version,
+        manager,
+        sub,
+        &time,
+        reset.as_ref(),
+        empty.as_ref(),
+    );
     crate::ssa::fieldmanager::apply(&schema, live, config, &op, force)
         .map(|a| a.object)
         .map_err(|e| apply_error(&e))

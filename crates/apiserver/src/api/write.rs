@@ -320,13 +320,16 @@ impl Api {
                 m.insert("name".into(), json!(strategy::generate_name(&generate)));
             }
         }
-        strategy::prepare_create(def, &mut obj);
-        admission::default_object(def, &mut obj, true);
-        admission::validate_object(def, &obj, None)?;
+        // upstream order: decode-time defaults, field manager, then the create strategy
+        // (what it sets, like a namespace's finalizer, is nobody's field)
         if applied.is_none() {
+            admission::default_object(def, &mut obj, false);
             let manager = opts.field_manager.clone().unwrap_or_default();
             super::managed::record_update(def, None, &manager, None, &mut obj);
         }
+        strategy::prepare_create(def, &mut obj);
+        admission::default_object(def, &mut obj, true);
+        admission::validate_object(def, &obj, None)?;
         let ns = target.namespace.clone();
         let resource = def.storage_key();
         let selectable: Vec<&str> = super::codec::storage_def(def).field_selectors.to_vec();

@@ -27,6 +27,7 @@
 //!     json!({"f:spec": {"f:replicas": {}}}));
 //! ```
 
+pub mod empty;
 pub mod fieldmanager;
 pub mod fieldpath;
 pub mod manager;
