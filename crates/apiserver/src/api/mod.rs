@@ -6,6 +6,7 @@
 
 mod apply;
 pub mod codec;
+mod convert;
 mod delete;
 mod managed;
 pub mod negotiate;
@@ -171,6 +172,11 @@ impl Api {
             return Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",
             ));
+        }
+        if let Some(route) = convert::webhook_route(&target) {
+            return self
+                .serve_converted(method, target, query, headers, body, route)
+                .await;
         }
         if let Some(custom) = target.resource.custom {
             if custom.terminating && method == Method::POST {

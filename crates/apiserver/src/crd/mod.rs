@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod structural;
 mod structural_schema;
 pub mod validator;
+pub mod webhook;
 
 #[cfg(test)]
 mod tests_crd;
