@@ -139,7 +139,38 @@ pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value) {
             }
         }
     }
+    if def.group == "apiextensions.k8s.io" && def.kind == "CustomResourceDefinition" {
+        record_stored_version(new);
+    }
     bump_generation(def, old, new);
+}
+
+/// Upstream's CRD `PrepareForUpdate`: a new storage version joins `status.storedVersions`.
+fn record_stored_version(crd: &mut Value) {
+    let storage: Option<Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
+        .and_then(|v| v.get("name").cloned());
+    let Some(storage) = storage else {
+        return;
+    };
+    let Some(o) = crd.as_object_mut() else {
+        return;
+    };
+    let status = o.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let stored = &mut status["storedVersions"];
+    if !stored.is_array() {
+        *stored = json!([]);
+    }
+    if let Some(a) = stored.as_array_mut() {
+        if !a.contains(&storage) {
+            a.push(storage);
+        }
+    }
 }
 
 fn copy_system_meta(old: &Value, new: &mut Value) {
@@ -360,6 +391,16 @@ mod tests {
 mod status_update_tests {
     use super::*;
     use crate::catalog::Catalog;
+
+    #[test]
+    fn crd_updates_record_a_new_storage_version() {
+        let d = def("apiextensions.k8s.io", "CustomResourceDefinition");
+        let old = json!({"metadata": {"name": "x", "generation": 1}, "spec": {"versions": [{"name": "v1", "storage": true}]}, "status": {"storedVersions": ["v1"]}});
+        let mut new = json!({"metadata": {"name": "x"}, "spec": {"versions": [{"name": "v1", "storage": false}, {"name": "v2", "storage": true}]}});
+        prepare_update(d, &old, &mut new);
+        assert_eq!(new["status"]["storedVersions"], json!(["v1", "v2"]));
+        assert_eq!(new["metadata"]["generation"], 2);
+    }
 
     fn def(group: &str, kind: &str) -> &'static ResourceDef {
         let version = if group == "autoscaling" { "v2" } else { "v1" };

@@ -9,6 +9,7 @@ use crate::catalog::{ResourceDef, Subresource};
 use crate::request::WriteOptions;
 use crate::schema::REF_PREFIX;
 use crate::ssa::fieldpath::{field_path, Set};
+use crate::ssa::schema::AtomCache;
 use crate::ssa::{ApplyError, Operation, Schema};
 use crate::status::{ApiError, ApiResult, Cause};
 
@@ -124,7 +125,8 @@ pub fn record_update(
 ) {
     let root = schema_root(def);
     let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
-    let schema = Schema::new(&root, &resolve);
+    let cache = AtomCache::default();
+    let schema = Schema::new(&root, &resolve).with_cache(&cache);
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();
@@ -154,7 +156,8 @@ pub fn apply(
 ) -> ApiResult<Value> {
     let root = schema_root(def);
     let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
-    let schema = Schema::new(&root, &resolve);
+    let cache = AtomCache::default();
+    let schema = Schema::new(&root, &resolve).with_cache(&cache);
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();

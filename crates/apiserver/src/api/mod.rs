@@ -8,7 +8,7 @@ mod apply;
 pub mod codec;
 mod convert;
 mod delete;
-mod managed;
+pub mod managed;
 pub mod negotiate;
 mod read;
 mod watch;

@@ -546,14 +546,13 @@ fn update_chain(
         manager
     };
     let id = manager_identifier(manager, "Update", op.api_version, op.subresource());
-    for (obj, what) in [(new, "new"), (live, "live")] {
-        validate(schema, obj, true).map_err(|e| {
-            ApplyError::Invalid(format!(
-                "failed to convert {what} object ({}) to smd typed: {e}",
-                object_gvknn(obj)
-            ))
-        })?;
-    }
+    // the live object was checked when it was stored: only the new one is validated
+    validate(schema, new, true).map_err(|e| {
+        ApplyError::Invalid(format!(
+            "failed to convert new object ({}) to smd typed: {e}",
+            object_gvknn(new)
+        ))
+    })?;
     let updater = Updater {
         schema,
         ignore: op.reset,
@@ -701,9 +700,9 @@ pub fn update(
     if managed.fields.is_empty() && !meta_str(live_obj, "uid").is_empty() {
         return Ok(Value::Null);
     }
-    let new_obj = without_managed_fields(new);
-    let live_clean = without_managed_fields(live_obj);
-    let managed = update_chain(schema, &live_clean, &new_obj, managed, op.manager, op)?;
+    // `metadata.managedFields` is one of the stripped fields: the objects are compared
+    // as they are (no copies without it)
+    let managed = update_chain(schema, live_obj, new, managed, op.manager, op)?;
     Ok(encode_managed_fields(&managed))
 }
 

@@ -25,7 +25,13 @@ use serde_json::{Map, Value};
 pub struct Schema<'a> {
     root: &'a Value,
     resolve: &'a dyn Fn(&str) -> Option<&'a Value>,
+    cache: Option<&'a AtomCache<'a>>,
 }
+
+/// Resolved types of schema nodes, kept for the duration of one operation (keyed by the
+/// node's address, stable while the schema is borrowed).
+#[derive(Default)]
+pub struct AtomCache<'a>(std::cell::RefCell<std::collections::HashMap<usize, Atom<'a>>>);
 
 impl std::fmt::Debug for Schema<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,7 +131,20 @@ impl<'a> Schema<'a> {
     /// or a CRD's `openAPIV3Schema`), resolving references with `resolve`
     /// (given the name after the last `/`).
     pub fn new(root: &'a Value, resolve: &'a dyn Fn(&str) -> Option<&'a Value>) -> Self {
-        Schema { root, resolve }
+        Schema {
+            root,
+            resolve,
+            cache: None,
+        }
+    }
+
+    /// The same schema, remembering resolved types in `cache` (one operation's worth:
+    /// objects are walked node by node, resolving the same types again and again).
+    pub fn with_cache(self, cache: &'a AtomCache<'a>) -> Self {
+        Schema {
+            cache: Some(cache),
+            ..self
+        }
     }
 
     pub(crate) fn root(&self) -> TypeRef<'a> {
@@ -161,7 +180,18 @@ impl<'a> Schema<'a> {
                     elem: TypeRef::Untyped,
                 }),
             },
-            TypeRef::Node(s) => self.resolve_node(s),
+            TypeRef::Node(s) => {
+                let Some(cache) = self.cache else {
+                    return self.resolve_node(s);
+                };
+                let key = s as *const Value as usize;
+                if let Some(hit) = cache.0.borrow().get(&key) {
+                    return hit.clone();
+                }
+                let atom = self.resolve_node(s);
+                cache.0.borrow_mut().insert(key, atom.clone());
+                atom
+            }
         }
     }
 

@@ -87,12 +87,23 @@ static EMPTY_OBJECTS: &[(&str, &str, &str, &str)] = &[
 /// assert!(coxswain_apiserver::ssa::empty::empty_object("example.com", "v1", "Widget").is_none());
 /// ```
 pub fn empty_object(group: &str, version: &str, kind: &str) -> Option<Value> {
+    empty_object_ref(group, version, kind).cloned()
+}
+
+/// [`empty_object`] without the copy: the table is parsed once.
+pub fn empty_object_ref(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
+    static PARSED: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        EMPTY_OBJECTS
+            .iter()
+            .map(|(_, _, _, json)| serde_json::from_str(json).unwrap_or(Value::Null))
+            .collect()
+    });
     EMPTY_OBJECTS
         .iter()
-        .find(|(g, v, k, _)| *g == group && *v == version && *k == kind)
-        .map(|(_, _, _, json)| {
-            serde_json::from_str(json).expect("static empty-object JSON is valid")
-        })
+        .position(|(g, v, k, _)| *g == group && *v == version && *k == kind)
+        .and_then(|i| parsed.get(i))
+        .filter(|v| v.is_object())
 }
 
 /// Every `(group, version, kind)` for which [`empty_object`] returns `Some`.
