@@ -43,11 +43,26 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
         crate::validation::validate(def.group, def.version, def.kind, def.namespaced, obj, old);
     if let Some(custom) = def.custom {
         if let Some(schema) = &custom.schema {
-            found.extend(crate::crd::structural::validate(schema, obj));
+            let structural = crate::crd::structural::validate(schema, obj);
+            // upstream runs the CEL rules only on objects the schema accepts
+            if structural.is_empty() {
+                found.extend(crate::crd::cel::validate(schema, obj, old));
+            }
+            found.extend(structural);
         }
         found.extend(crate::crd::scale_causes(custom, obj));
     } else if def.group == "apiextensions.k8s.io" && def.kind == "CustomResourceDefinition" {
         found.extend(crate::crd::crd_validation::validate_crd(obj, old));
+        if let Some(versions) = obj.pointer("/spec/versions").and_then(Value::as_array) {
+            for (i, v) in versions.iter().enumerate() {
+                if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+                    found.extend(crate::crd::cel::check_rules(
+                        schema,
+                        &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                    ));
+                }
+            }
+        }
     }
     let causes: Vec<Cause> = found
         .into_iter()

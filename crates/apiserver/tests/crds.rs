@@ -358,3 +358,83 @@ async fn deleting_a_crd_deletes_its_objects() {
     assert_eq!(code, 404);
     running.shutdown.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cel_validation_rules_are_enforced() {
+    let (running, client, _dir) = start().await;
+    let mut crd = widget_crd();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["properties"]["minSize"] = json!({"type": "integer"});
+    spec["properties"]["owner"] = json!({"type": "string", "x-kubernetes-validations": [
+        {"rule": "self == oldSelf", "message": "owner is immutable"}]});
+    spec["x-kubernetes-validations"] = json!([
+        {"rule": "!has(self.minSize) || self.minSize <= self.size", "message": "minSize must not exceed size", "fieldPath": ".minSize"}
+    ]);
+    create_crd(&client, crd).await;
+    let api = widgets(&client, "v1");
+    let bad = api
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "c"}, "spec": {"size": 2, "minSize": 5}})),
+        )
+        .await
+        .expect_err("rule fails");
+    let kube::Error::Api(e) = bad else {
+        panic!("{bad:?}")
+    };
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message
+            .contains("spec.minSize: Invalid value: minSize must not exceed size"),
+        "{}",
+        e.message
+    );
+    api.create(
+        &PostParams::default(),
+        &obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "c"}, "spec": {"size": 2, "minSize": 1, "owner": "me"}})),
+    )
+    .await
+    .expect("valid");
+    let err = api
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"owner": "you"}})),
+        )
+        .await
+        .expect_err("transition rule");
+    let kube::Error::Api(e) = err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        e.message
+            .contains("spec.owner: Invalid value: \"you\": owner is immutable"),
+        "{}",
+        e.message
+    );
+    // a rule that does not compile makes the CRD invalid
+    let mut broken = widget_crd();
+    broken["metadata"]["name"] = json!("gadgets.example.com");
+    broken["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["x-kubernetes-validations"] = json!([{"rule": "self.nope > 1"}]);
+    let err = crd_api(&client)
+        .create(&PostParams::default(), &obj(broken))
+        .await
+        .expect_err("uncompilable rule");
+    let kube::Error::Api(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message.contains("x-kubernetes-validations[0].rule"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("undefined field 'nope'"),
+        "{}",
+        e.message
+    );
+    running.shutdown.cancel();
+}

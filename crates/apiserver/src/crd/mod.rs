@@ -14,6 +14,7 @@
 //! kilobytes per change); in exchange every request path keeps the zero-cost
 //! `&'static ResourceDef` the built-in kinds use.
 
+pub mod cel;
 pub mod controller;
 pub mod crd_validation;
 pub mod formats;
