@@ -87,6 +87,13 @@ def test_crd_is_served_with_printer_columns(kubectl, ns, group):
     # short name and category
     assert "small" in kubectl("get", "wix", "-n", ns).stdout
     assert f"widget.{group}/small" in kubectl("get", "all", "-n", ns, "-o", "name").stdout
+    # client-side apply of a change: kubectl picks a merge patch from the OpenAPI v3
+    # document (custom resources take no strategic merge patch); kubectl diff previews it
+    changed = widget(group, "small", {"size": 3})
+    d = kubectl.apply_yaml("diff", changed, "-n", ns, check=False)
+    assert d.returncode == 1 and "+  size: 3" in d.stdout, (d.stdout, d.stderr)
+    kubectl.apply_yaml("apply", changed, "-n", ns)
+    assert kubectl.json("get", f"widgets.{group}", "small", "-n", ns)["spec"]["size"] == 3
     # kubectl explain reads the published OpenAPI v3 schema
     explain = kubectl("explain", f"widgets.{group}.spec.size").stdout
     assert "integer" in explain

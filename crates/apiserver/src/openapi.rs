@@ -231,6 +231,24 @@ fn binding_post(r: &ResourceDef, schema: &str, ns: bool) -> Value {
     )
 }
 
+/// The PATCH media types of a resource: custom resources take no strategic merge patch
+/// (kubectl picks the patch type from this list).
+fn patch_content(r: &ResourceDef, schema: &Value) -> Value {
+    let mut m = Map::new();
+    for t in [
+        "application/apply-patch+yaml",
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ] {
+        if r.custom.is_some() && t == "application/strategic-merge-patch+json" {
+            continue;
+        }
+        m.insert(t.into(), json!({"schema": schema}));
+    }
+    Value::Object(m)
+}
+
 fn object_ops(
     r: &ResourceDef,
     schema: &str,
@@ -284,12 +302,7 @@ fn object_ops(
             r,
             k_gvk.clone(),
             patch_params,
-            Some(json!({"content": {
-                "application/apply-patch+yaml": {"schema": patch_schema},
-                "application/json-patch+json": {"schema": patch_schema},
-                "application/merge-patch+json": {"schema": patch_schema},
-                "application/strategic-merge-patch+json": {"schema": patch_schema},
-            }, "required": true})),
+            Some(json!({"content": patch_content(r, &patch_schema), "required": true})),
             json_response(obj),
             ns,
             sub,
