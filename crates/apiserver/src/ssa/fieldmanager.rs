@@ -464,8 +464,10 @@ pub fn stripped_fields() -> Set {
 }
 
 fn strip(managed: &mut Managed, id: &str) {
+    static STRIPPED: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
+    let stripped = STRIPPED.get_or_init(stripped_fields);
     if let Some(vs) = managed.fields.get_mut(id) {
-        vs.set = vs.set.difference(&stripped_fields());
+        vs.set = vs.set.difference(stripped);
         if vs.set.is_empty() {
             managed.fields.remove(id);
         }
@@ -546,13 +548,17 @@ fn update_chain(
         manager
     };
     let id = manager_identifier(manager, "Update", op.api_version, op.subresource());
-    // the live object was checked when it was stored: only the new one is validated
-    validate(schema, new, true).map_err(|e| {
-        ApplyError::Invalid(format!(
-            "failed to convert new object ({}) to smd typed: {e}",
-            object_gvknn(new)
-        ))
-    })?;
+    // the live object was checked when it was stored; on an update the comparison below
+    // checks what changed (equal parts are valid as before), so only a new object is
+    // validated whole
+    if meta_str(live, "uid").is_empty() {
+        validate(schema, new, true).map_err(|e| {
+            ApplyError::Invalid(format!(
+                "failed to convert new object ({}) to smd typed: {e}",
+                object_gvknn(new)
+            ))
+        })?;
+    }
     let updater = Updater {
         schema,
         ignore: op.reset,
@@ -803,12 +809,15 @@ pub fn apply(
             object_gvknn(config)
         ))
     })?;
-    validate(schema, &live_clean, true).map_err(|e| {
-        ApplyError::Invalid(format!(
-            "failed to create typed live object ({}): {e}",
-            object_gvknn(&live_clean)
-        ))
-    })?;
+    // an existing object was checked when it was stored
+    if meta_str(&live_clean, "uid").is_empty() {
+        validate(schema, &live_clean, true).map_err(|e| {
+            ApplyError::Invalid(format!(
+                "failed to create typed live object ({}): {e}",
+                object_gvknn(&live_clean)
+            ))
+        })?;
+    }
     let updater = Updater {
         schema,
         ignore: op.reset,

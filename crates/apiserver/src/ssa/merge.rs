@@ -462,6 +462,13 @@ impl<'a> Typed<'_, 'a> {
         cmp: &mut Comparison,
         errs: &mut Errs,
     ) {
+        // equal subtrees have no added, modified or removed fields (and the new object
+        // is validated on its own): most updates change a small part of an object
+        if let (Some(l), Some(r)) = (lhs, rhs) {
+            if l == r {
+                return;
+            }
+        }
         let atom = self.schema.resolve(tr);
         let (dl, dr) = (deduce(&atom, lhs), deduce(&atom, rhs));
         let in_leaf = if rhs.is_none() {
