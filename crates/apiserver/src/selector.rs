@@ -95,7 +95,7 @@ fn aggregate(errors: Vec<String>) -> Option<SelectorError> {
 /// relies on the full Unicode tables; here it is approximated (control,
 /// format, separator, private-use and non-character code points are treated
 /// as non-printable; unassigned code points are treated as printable).
-fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -243,35 +243,7 @@ impl Errs {
 
 /// Go `strconv.Quote`.
 fn go_quote(v: &str) -> String {
-    let mut out = String::with_capacity(v.len() + 2);
-    out.push('"');
-    for c in v.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\x07' => out.push_str("\\a"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x0b' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_ascii() => out.push(c),
-            c if c.is_control() || c.is_whitespace() => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::selector::go_quote(v)
 }
 
 /// Go `encoding/json` string encoding (HTML-safe).
@@ -510,7 +482,7 @@ fn match_label_key_name(v: &str) -> bool {
 }
 
 /// util/validation `IsDNS1123Label`.
-fn dns1123_label_errs(v: &str) -> Vec<String> {
+pub(crate) fn dns1123_label_errs(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
@@ -545,12 +517,12 @@ fn subdomain_errs(v: &str, unit: &str) -> Vec<String> {
 }
 
 /// util/validation `IsDNS1123Subdomain`.
-fn dns1123_subdomain_errs(v: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain_errs(v: &str) -> Vec<String> {
     subdomain_errs(v, "characters")
 }
 
 /// util/validation `IsDNS1035Label`.
-fn dns1035_label_errs(v: &str) -> Vec<String> {
+pub(crate) fn dns1035_label_errs(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
@@ -571,7 +543,7 @@ fn dns1035_label_errs(v: &str) -> Vec<String> {
 }
 
 /// content `IsLabelKey` (a.k.a. `IsQualifiedName`).
-fn qualified_name_errs(v: &str) -> Vec<String> {
+pub(crate) fn qualified_name_errs(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = v.split('/').collect();
     let name = match parts.len() {
@@ -614,7 +586,7 @@ fn qualified_name_errs(v: &str) -> Vec<String> {
 }
 
 /// content `IsLabelValue`.
-fn label_value_errs(v: &str) -> Vec<String> {
+pub(crate) fn label_value_errs(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
         errs.push("must be no more than 63 bytes".to_string());
@@ -656,7 +628,7 @@ fn config_map_key_errs(v: &str) -> Vec<String> {
 }
 
 /// content `IsPathSegmentName` / `IsPathSegmentPrefix`.
-fn path_segment_errs(v: &str, prefix: bool) -> Vec<String> {
+pub(crate) fn path_segment_errs(v: &str, prefix: bool) -> Vec<String> {
     if !prefix && (v == "." || v == "..") {
         return vec![format!("may not be '{v}'")];
     }

@@ -24,34 +24,7 @@ pub fn num(n: &serde_json::Number) -> Num {
 
 /// Go's `strconv.Quote`.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c.is_control() => {
-                let v = c as u32;
-                if v < 0x80 {
-                    out.push_str(&format!("\\x{v:02x}"));
-                } else if v < 0x10000 {
-                    out.push_str(&format!("\\u{v:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{v:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::selector::go_quote(s)
 }
 
 fn split_exp(f: f64) -> (String, i32) {
@@ -90,45 +63,6 @@ pub fn float_v(f: f64) -> String {
     }
 }
 
-/// Go's `encoding/json` rendering of a float64.
-pub fn float_json(f: f64) -> String {
-    if !f.is_finite() {
-        return "null".into();
-    }
-    let a = f.abs();
-    if a != 0.0 && !(1e-6..1e21).contains(&a) {
-        let (mant, exp) = split_exp(f);
-        let sign = if f < 0.0 { "-" } else { "" };
-        let es = if exp < 0 { '-' } else { '+' };
-        format!("{sign}{mant}e{es}{}", exp.abs())
-    } else if f == 0.0 {
-        "0".into()
-    } else {
-        format!("{f}")
-    }
-}
-
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut v: Vec<_> = m.iter().collect();
     v.sort_by(|a, b| a.0.cmp(b.0));
@@ -138,42 +72,8 @@ fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
 /// Go's `json.Marshal` of an unstructured value (sorted keys, Go float and string escaping).
 pub fn json(v: &Value) -> String {
     let mut out = String::new();
-    json_into(v, &mut out);
+    crate::ssa::fieldpath::write_go_json(&mut out, v);
     out
-}
-
-fn json_into(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match num(n) {
-            Num::Int(i) => out.push_str(&i.to_string()),
-            Num::Float(f) => out.push_str(&float_json(f)),
-        },
-        Value::String(s) => json_string(s, out),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_into(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, x)) in sorted(m).into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_string(k, out);
-                out.push(':');
-                json_into(x, out);
-            }
-            out.push('}');
-        }
-    }
 }
 
 /// Go's `%v` of an unstructured value (`map[k:v]`, `[a b]`, `<nil>`).
@@ -377,187 +277,35 @@ pub fn key(parent: &str, k: &str) -> String {
 
 // ---- apimachinery name validators ----
 
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{fmt}')");
-    }
-    let ex: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!(
-        "{msg} (e.g. {}regex used for validation is '{fmt}')",
-        ex.join(" or ")
-    )
-}
-
-fn is_label_char(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
-fn matches_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && is_label_char(b[0])
-        && is_label_char(b[b.len() - 1])
-        && b.iter().all(|&c| is_label_char(c) || c == b'-')
-}
-
-fn matches_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(matches_dns1123_label)
-}
-
-const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+// The name checks of apimachinery's `util/validation` and `api/validation/path`, shared
+// with the built-in kinds' validation.
 
 /// `validation.IsDNS1123Label`.
 pub fn is_dns1123_label(v: &str) -> Vec<String> {
-    let mut errs = vec![];
-    if v.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    if !matches_dns1123_label(v) {
-        if matches_dns1123_subdomain(v) {
-            errs.push("must not contain dots".to_string());
-        } else {
-            errs.push(regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-                DNS1123_LABEL_FMT,
-                &["my-name", "123-abc"],
-            ));
-        }
-    }
-    errs
+    crate::validation::dns1123_label_errs(v)
 }
 
 /// `validation.IsDNS1123Subdomain`.
 pub fn is_dns1123_subdomain(v: &str) -> Vec<String> {
-    let mut errs = vec![];
-    if v.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
-    }
-    if !matches_dns1123_subdomain(v) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-            &["example.com"],
-        ));
-    }
-    errs
+    crate::validation::dns1123_subdomain_errs(v)
 }
 
 /// `validation.IsDNS1035Label`.
 pub fn is_dns1035_label(v: &str) -> Vec<String> {
-    let mut errs = vec![];
-    if v.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let b = v.as_bytes();
-    let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && is_label_char(b[b.len() - 1])
-        && b.iter().all(|&c| is_label_char(c) || c == b'-');
-    if !ok {
-        errs.push(regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
-            "[a-z]([-a-z0-9]*[a-z0-9])?",
-            &["my-name", "abc-123"],
-        ));
-    }
-    errs
+    crate::validation::dns1035_label_errs(v)
 }
 
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR: &str =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-fn matches_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
-}
-
-/// `validation.IsQualifiedName` (label keys, annotation keys, finalizers).
+/// `validation.IsQualifiedName`.
 pub fn is_qualified_name(v: &str) -> Vec<String> {
-    let mut errs = vec![];
-    let parts: Vec<&str> = v.split('/').collect();
-    let name = match parts.len() {
-        1 => parts[0],
-        2 => {
-            let prefix = parts[0];
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                let mut m = vec![];
-                if prefix.len() > 253 {
-                    m.push("must be no more than 253 bytes".to_string());
-                }
-                if !matches_dns1123_subdomain(prefix) {
-                    m.push(regex_error(
-                        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                        "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-                        &["example.com"],
-                    ));
-                }
-                errs.extend(m.into_iter().map(|x| format!("prefix part {x}")));
-            }
-            parts[1]
-        }
-        _ => {
-            errs.push(format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 bytes".to_string());
-    }
-    if !matches_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                LABEL_KEY_ERR,
-                LABEL_KEY_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
+    crate::validation::qualified_name_errs(v)
 }
 
 /// `validation.IsValidLabelValue`.
 pub fn is_label_value(v: &str) -> Vec<String> {
-    let mut errs = vec![];
-    if v.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_string());
-    }
-    if !(v.is_empty() || matches_label_name(v)) {
-        errs.push(regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-            &format!("({LABEL_KEY_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
+    crate::validation::label_value_errs(v)
 }
 
 /// `content.IsPathSegmentName` / `IsPathSegmentPrefix`.
 pub fn is_path_segment(name: &str, prefix: bool) -> Vec<String> {
-    if !prefix {
-        for bad in [".", ".."] {
-            if name == bad {
-                return vec![format!("may not be '{bad}'")];
-            }
-        }
-    }
-    let mut errs = vec![];
-    for bad in ["/", "%"] {
-        if name.contains(bad) {
-            errs.push(format!("may not contain '{bad}'"));
-        }
-    }
-    errs
+    crate::validation::path_segment_errs(name, prefix)
 }
