@@ -212,3 +212,23 @@ def test_deleting_a_crd_removes_its_objects(kubectl, ns, group):
     assert r.returncode != 0
     r = kubectl("get", "crd", f"widgets.{group}", check=False)
     assert r.returncode != 0 and "NotFound" in r.stderr
+
+
+def test_server_side_apply_takes_over_from_client_side_apply(kubectl, ns):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "upgrade"}, "data": {"a": "1", "b": "2"}}
+    kubectl.apply_yaml("apply", cm, "-n", ns)
+    # the documented upgrade path: the same manager name, changed values, no conflict
+    changed = {**cm, "data": {"a": "10", "b": "2"}}
+    kubectl.apply_yaml("apply", changed, "--server-side", "-n", ns)
+    got = get_managed(kubectl, "cm", "upgrade", "-n", ns)
+    assert got["data"] == {"a": "10", "b": "2"}
+    assert ("kubectl", "Apply") in managers(got)
+    last = json.loads(got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["data"] == {"a": "10", "b": "2"}, "the client-side annotation follows"
+    # another manager still conflicts
+    r = kubectl.apply_yaml("apply", {**cm, "data": {"a": "x"}}, "--server-side", "--field-manager=other",
+                           "-n", ns, check=False)
+    assert r.returncode != 0 and ".data.a" in r.stderr, r.stderr
+    # and client-side apply keeps working from the updated annotation: b is removed
+    kubectl.apply_yaml("apply", {**cm, "data": {"a": "10"}}, "-n", ns)
+    assert kubectl.json("get", "cm", "upgrade", "-n", ns)["data"] == {"a": "10"}

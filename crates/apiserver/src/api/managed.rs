@@ -171,9 +171,66 @@ pub fn apply(
         reset.as_ref(),
         empty.as_ref(),
     );
-    crate::ssa::fieldmanager::apply(&schema, live, config, &op, force)
-        .map(|a| a.object)
-        .map_err(|e| apply_error(&e))
+    let applied = match crate::ssa::fieldmanager::apply(&schema, live, config, &op, force) {
+        // upstream's lastAppliedManager: `kubectl apply --server-side` takes over what
+        // `kubectl apply` (client-side) applied without conflicts
+        Err(ApplyError::Conflicts(conflicts)) if manager == "kubectl" => {
+            let allowed = live
+                .and_then(last_applied)
+                .map(|obj| crate::ssa::merge::field_set(&schema, &obj));
+            match allowed {
+                Some(set) if conflicts.iter().all(|c| set.has(&c.path)) => {
+                    crate::ssa::fieldmanager::apply(&schema, live, config, &op, true)
+                }
+                _ => Err(ApplyError::Conflicts(conflicts)),
+            }
+        }
+        other => other,
+    };
+    let mut object = applied.map(|a| a.object).map_err(|e| apply_error(&e))?;
+    // upstream's lastAppliedUpdater: keep the client-side apply annotation in step
+    if manager == "kubectl" && live.and_then(last_applied).is_some() {
+        set_last_applied(&mut object, config);
+    }
+    Ok(object)
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The object in `obj`'s last-applied-configuration annotation.
+fn last_applied(obj: &Value) -> Option<Value> {
+    let text = obj
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()?;
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// Record `config` (without the annotation itself) as `object`'s last-applied
+/// configuration.
+fn set_last_applied(object: &mut Value, config: &Value) {
+    let mut applied = config.clone();
+    if let Some(a) = applied
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(LAST_APPLIED);
+    }
+    let Ok(text) = serde_json::to_string(&applied) else {
+        return;
+    };
+    // upstream refuses annotations over 256 KiB in total; leave it as it was then
+    if text.len() > 256 * 1024 {
+        return;
+    }
+    if let Some(a) = object
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.insert(LAST_APPLIED.into(), Value::String(text));
+    }
 }
 
 fn apply_error(e: &ApplyError) -> ApiError {
