@@ -95,12 +95,26 @@ pub struct Running {
 
 fn load_tables(objects: Vec<(String, String, Vec<u8>)>) -> HashMap<Arc<str>, Table> {
     let c = Catalog::builtin();
-    let by_storage: HashMap<String, &crate::catalog::ResourceDef> = c
+    let mut by_storage: HashMap<String, &crate::catalog::ResourceDef> = c
         .resources()
         .iter()
         .filter(|r| r.storage_of.is_none())
         .map(|r| (r.storage_key(), *r))
         .collect();
+    // custom resources index the selectable fields their CRDs declare
+    for (resource, _, json) in &objects {
+        if resource != crate::crd::CRD_RESOURCE {
+            continue;
+        }
+        let Ok(crd) = serde_json::from_slice::<serde_json::Value>(json) else {
+            continue;
+        };
+        for (def, _) in crate::crd::build(&crd) {
+            if def.storage_of.is_none() {
+                by_storage.insert(def.storage_key(), def);
+            }
+        }
+    }
     let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
     for (resource, key, json) in objects {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&json) else {

@@ -438,3 +438,40 @@ async fn cel_validation_rules_are_enforced() {
     );
     running.shutdown.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectable_fields_filter_lists_and_others_are_refused() {
+    let (running, client, _dir) = start().await;
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
+    create_crd(&client, crd).await;
+    let api = widgets(&client, "v1");
+    for (name, color) in [("r", "red"), ("b", "blue")] {
+        api.create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1, "color": color}})),
+        )
+        .await
+        .expect("create");
+    }
+    let blue = api
+        .list(&ListParams::default().fields("spec.color=blue"))
+        .await
+        .expect("list");
+    let names: Vec<String> = blue
+        .items
+        .iter()
+        .filter_map(|i| i.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["b"]);
+    let err = api
+        .list(&ListParams::default().fields("spec.size=1"))
+        .await
+        .expect_err("not selectable");
+    let kube::Error::Api(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(e.code, 400);
+    assert!(e.message.contains("spec.size"), "{}", e.message);
+    running.shutdown.cancel();
+}
