@@ -22,6 +22,7 @@ mod funcs;
 mod parse;
 #[cfg(test)]
 mod tests;
+mod value;
 
 use check::{schema_ty, Checker, Ty};
 use eval::{Env, Val, COST_EXCEEDED};
