@@ -126,7 +126,10 @@ pub fn record_update(
     let root = schema_root(def);
     let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
     let cache = AtomCache::default();
-    let schema = Schema::new(&root, &resolve).with_cache(&cache);
+    let mut schema = Schema::new(&root, &resolve).with_cache(&cache);
+    if def.custom.is_none() {
+        schema = schema.fixed();
+    }
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();
@@ -157,7 +160,10 @@ pub fn apply(
     let root = schema_root(def);
     let resolve = |name: &str| -> Option<&Value> { crate::schema::definition(name) };
     let cache = AtomCache::default();
-    let schema = Schema::new(&root, &resolve).with_cache(&cache);
+    let mut schema = Schema::new(&root, &resolve).with_cache(&cache);
+    if def.custom.is_none() {
+        schema = schema.fixed();
+    }
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
     let time = crate::strategy::now_rfc3339();

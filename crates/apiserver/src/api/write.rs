@@ -478,7 +478,12 @@ impl Api {
                     if sub != Some(Subresource::Binding) {
                         admission::validate_object(def, &new, Some(&old))?;
                     }
-                    if !same_ignoring_rv(&old, &new) && !applied {
+                    // a binding writes the pod without the field manager, as upstream's
+                    // BindingREST (the pod's managedFields stay as they were)
+                    if !same_ignoring_rv(&old, &new)
+                        && !applied
+                        && sub != Some(Subresource::Binding)
+                    {
                         super::managed::record_update(def, sub, &manager, Some(&old), &mut new);
                     }
                     if strategy::ready_to_vanish(&new) {

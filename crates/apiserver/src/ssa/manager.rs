@@ -154,6 +154,9 @@ impl<'s, 'a> Updater<'s, 'a> {
     }
 
     fn reconcile(&self, managers: &mut ManagedFields) {
+        if self.schema.is_fixed() {
+            return;
+        }
         for vs in managers.values_mut() {
             if let Some(s) = reconcile_field_set(self.schema, &vs.set) {
                 vs.set = s;

@@ -26,6 +26,7 @@ pub struct Schema<'a> {
     root: &'a Value,
     resolve: &'a dyn Fn(&str) -> Option<&'a Value>,
     cache: Option<&'a AtomCache<'a>>,
+    fixed: bool,
 }
 
 /// Resolved types of schema nodes, kept for the duration of one operation (keyed by the
@@ -135,7 +136,22 @@ impl<'a> Schema<'a> {
             root,
             resolve,
             cache: None,
+            fixed: false,
         }
+    }
+
+    /// The same schema, declared never to change while the process runs (the built-in
+    /// kinds'): managed field sets need no reconciling with schema changes.
+    pub fn fixed(self) -> Self {
+        Schema {
+            fixed: true,
+            ..self
+        }
+    }
+
+    /// Whether the schema never changes ([`Schema::fixed`]).
+    pub fn is_fixed(&self) -> bool {
+        self.fixed
     }
 
     /// The same schema, remembering resolved types in `cache` (one operation's worth:
