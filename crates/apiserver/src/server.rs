@@ -153,6 +153,10 @@ async fn bootstrap(api: &Arc<Api>) {
         "content-type",
         axum::http::HeaderValue::from_static("application/json"),
     );
+    headers.insert(
+        "user-agent",
+        axum::http::HeaderValue::from_static("kube-apiserver/v1.36.0"),
+    );
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         if api.store.get("/namespaces", ns).is_some() {
             continue;

@@ -139,6 +139,21 @@ async fn crd_is_established_and_served() {
     );
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    let managers: Vec<(String, String)> = crd["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .map(|m| {
+            (
+                m["manager"].as_str().unwrap_or("").to_string(),
+                m["subresource"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        managers.contains(&("kube-apiserver".to_string(), "status".to_string())),
+        "{managers:?}"
+    );
 
     // discovery: legacy and aggregated
     let (code, list) = raw(&client, "GET", "/apis/example.com/v1", "application/json").await;

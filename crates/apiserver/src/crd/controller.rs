@@ -81,7 +81,7 @@ impl Api {
         let Some(target) = status_target(name) else {
             return Ok(());
         };
-        self.apply_update(&target, &WriteOptions::default(), None, move |old| {
+        self.apply_update(&target, &server_writes(), None, move |old| {
             let mut new = old.clone();
             new["status"] = status;
             Ok(new)
@@ -183,7 +183,7 @@ impl Api {
                 let Some(target) = crd_target(name) else {
                     return Ok(());
                 };
-                self.apply_update(&target, &WriteOptions::default(), None, |old| {
+                self.apply_update(&target, &server_writes(), None, |old| {
                     let mut new = old.clone();
                     if let Some(a) = new
                         .pointer_mut("/metadata/finalizers")
@@ -205,7 +205,7 @@ impl Api {
             return Ok(());
         };
         let now = strategy::now_rfc3339();
-        self.apply_update(&target, &WriteOptions::default(), None, |old| {
+        self.apply_update(&target, &server_writes(), None, |old| {
             let mut new = old.clone();
             if !new["status"].is_object() {
                 new["status"] = json!({});
@@ -220,6 +220,15 @@ impl Api {
         })
         .await
         .map(|_| ())
+    }
+}
+
+/// Options of the server's own writes: field manager `kube-apiserver`, as upstream's
+/// apiextensions controllers appear in managedFields.
+fn server_writes() -> WriteOptions {
+    WriteOptions {
+        field_manager: Some("kube-apiserver".into()),
+        ..WriteOptions::default()
     }
 }
 
