@@ -54,7 +54,7 @@ impl Api {
             .await;
         match updated {
             Err(e) if e.code == 404 && sub.is_none() && e.reason == "NotFound" => {
-                let obj = managed::apply(def, None, &manager, None, &config, force)?;
+                let obj = type_first(managed::apply(def, None, &manager, None, &config, force)?);
                 self.create_object(target, &opts, obj, warnings, Some(()))
                     .await
             }
@@ -62,4 +62,22 @@ impl Api {
             Ok(reply) => Ok(reply.with_warnings(warnings)),
         }
     }
+}
+
+/// `kind` and `apiVersion` lead, as upstream serialises objects (a merge onto nothing
+/// builds the object in the applied configuration's field order).
+fn type_first(mut obj: Value) -> Value {
+    if let Some(o) = obj.as_object_mut() {
+        let rest: Vec<(String, Value)> = std::mem::take(o).into_iter().collect();
+        for key in ["kind", "apiVersion"] {
+            if let Some((_, v)) = rest.iter().find(|(k, _)| k == key) {
+                o.insert(key.to_string(), v.clone());
+            }
+        }
+        o.extend(
+            rest.into_iter()
+                .filter(|(k, _)| k != "kind" && k != "apiVersion"),
+        );
+    }
+    obj
 }
