@@ -364,7 +364,7 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
         let def = r.definition();
         let k_gvk = gvk(r.group, r.version, r.kind);
         if let Some(custom) = r.custom {
-            custom_schemas.insert(def.clone(), crate::crd::openapi::kind_schema(custom));
+            custom_schemas.insert(def.clone(), custom.published_schema().clone());
         }
         roots.insert(def.clone());
         kinds.push((def.clone(), k_gvk.clone()));

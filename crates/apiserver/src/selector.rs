@@ -1083,7 +1083,8 @@ impl fmt::Display for LabelSelector {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// The JSON type of a value as Go's decoding errors name it.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -93,28 +93,17 @@ pub struct Running {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-fn load_tables(objects: Vec<(String, String, Vec<u8>)>) -> HashMap<Arc<str>, Table> {
-    let c = Catalog::builtin();
-    let mut by_storage: HashMap<String, &crate::catalog::ResourceDef> = c
+fn load_tables(
+    objects: Vec<(String, String, Vec<u8>)>,
+    catalog: &Catalog,
+) -> HashMap<Arc<str>, Table> {
+    // stored objects index the selectable fields of their storage version (custom
+    // resources: those their CRD declares)
+    let by_storage: HashMap<String, &crate::catalog::ResourceDef> = catalog
         .resources()
         .iter()
-        .filter(|r| r.storage_of.is_none())
-        .map(|r| (r.storage_key(), *r))
+        .map(|r| (r.storage_key(), catalog.storage_def(r)))
         .collect();
-    // custom resources index the selectable fields their CRDs declare
-    for (resource, _, json) in &objects {
-        if resource != crate::crd::CRD_RESOURCE {
-            continue;
-        }
-        let Ok(crd) = serde_json::from_slice::<serde_json::Value>(json) else {
-            continue;
-        };
-        for (def, _) in crate::crd::build(&crd) {
-            if def.storage_of.is_none() {
-                by_storage.insert(def.storage_key(), def);
-            }
-        }
-    }
     let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
     for (resource, key, json) in objects {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&json) else {
@@ -226,11 +215,20 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             },
         )
     };
-    let tables = load_tables(loaded.objects);
+    // the resources stored CRDs define are known before their objects are loaded
+    let crds = crate::crd::Registry::default();
+    let stored_crds: Vec<serde_json::Value> = loaded
+        .objects
+        .iter()
+        .filter(|(resource, _, _)| resource == crate::crd::CRD_RESOURCE)
+        .filter_map(|(_, _, json)| serde_json::from_slice(json).ok())
+        .collect();
+    crds.sync(stored_crds.iter());
+    let tables = load_tables(loaded.objects, &crds.catalog());
     let committer = Committer::start(db);
     let store = Store::new(loaded.rv, tables, committer, config.history.max(1));
     store.attach_committer();
-    let api = Arc::new(Api::new(store.clone(), config.bookmark_interval));
+    let api = Arc::new(Api::new(store.clone(), config.bookmark_interval, crds));
     bootstrap(&api).await;
     api.reconcile_crds().await;
 

@@ -3,35 +3,16 @@
 //! defaulted and pruned by its schema, versions convert, and deleting the CRD deletes
 //! its objects (waiting for their finalizers).
 
+mod common;
+
 use std::time::Duration;
 
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use serde_json::{json, Value};
-
-async fn start() -> (
-    coxswain_apiserver::server::Running,
-    Client,
-    tempfile::TempDir,
-) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
-    cfg.bind = "127.0.0.1:0".parse().expect("addr");
-    cfg.persist = false;
-    let running = coxswain_apiserver::server::start(cfg)
-        .await
-        .expect("server starts");
-    let kubeconfig = Kubeconfig::read_from(&running.kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("client config");
-    let client = Client::try_from(config).expect("client");
-    (running, client, dir)
-}
 
 fn widget_crd() -> Value {
     json!({
@@ -125,7 +106,7 @@ async fn create_crd(client: &Client, crd: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crd_is_established_and_served() {
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     let crd = create_crd(&client, widget_crd()).await;
     let conds = crd["status"]["conditions"].as_array().expect("conditions");
     let cond = |t: &str| conds.iter().find(|c| c["type"] == t).cloned();
@@ -289,7 +270,7 @@ async fn crd_is_established_and_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_crd_deletes_its_objects() {
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     create_crd(&client, widget_crd()).await;
     let api = widgets(&client, "v1");
     for (name, finalizers) in [("a", json!([])), ("b", json!(["example.com/hold"]))] {
@@ -376,7 +357,7 @@ async fn deleting_a_crd_deletes_its_objects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cel_validation_rules_are_enforced() {
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     let mut crd = widget_crd();
     let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     spec["properties"]["minSize"] = json!({"type": "integer"});
@@ -456,7 +437,7 @@ async fn cel_validation_rules_are_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selectable_fields_filter_lists_and_others_are_refused() {
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     let mut crd = widget_crd();
     crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
     create_crd(&client, crd).await;

@@ -2,36 +2,16 @@
 //! both watcher modes: paginated LIST then WATCH, and the streaming list (watch-list with
 //! `sendInitialEvents` and the initial-events-end bookmark).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
-use kube::{Api, Client, ResourceExt};
-
-async fn start() -> (
-    coxswain_apiserver::server::Running,
-    Client,
-    tempfile::TempDir,
-) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
-    cfg.bind = "127.0.0.1:0".parse().expect("addr");
-    cfg.persist = false;
-    cfg.bookmark_interval = Duration::from_millis(500);
-    let running = coxswain_apiserver::server::start(cfg)
-        .await
-        .expect("server starts");
-    let kubeconfig = Kubeconfig::read_from(&running.kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("client config");
-    let client = Client::try_from(config).expect("client");
-    (running, client, dir)
-}
+use kube::{Api, ResourceExt};
 
 fn cm(name: &str, value: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
@@ -52,7 +32,7 @@ async fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 async fn reflector_syncs(streaming: bool) {
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     for i in 0..30 {
         api.create(&PostParams::default(), &cm(&format!("pre-{i}"), "0"))
@@ -147,7 +127,7 @@ async fn reflector_streaming_list() {
 async fn metadata_only_list_get_and_watch() {
     use kube::api::WatchEvent;
     use kube::core::PartialObjectMeta as PartialObjectMetadata;
-    let (running, client, _dir) = start().await;
+    let (running, client, _dir) = common::start_with_client().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     api.create(&PostParams::default(), &cm("meta", "0"))
         .await

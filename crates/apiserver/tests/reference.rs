@@ -2,30 +2,17 @@
 //! error `Status` bodies, discovery documents and watch framing. The server builds its
 //! own answers; these tests only read the recorded responses to compare.
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+
+use common::{fixture, reference_dir, start, Server};
 
 use serde_json::{json, Value};
 
-fn reference_dir() -> PathBuf {
-    let rel = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kube-apiserver-1.36");
-    if rel.exists() {
-        rel
-    } else {
-        PathBuf::from("/work/shared/reference/kube-apiserver-1.36")
-    }
-}
-
-fn fixture(path: &str) -> Value {
-    let p = reference_dir().join(path);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// A minimal HTTP/1.1 client: one request per connection.
+/// One request accepting JSON.
 fn http(
     addr: SocketAddr,
     method: &str,
@@ -33,83 +20,12 @@ fn http(
     content_type: &str,
     body: &[u8],
 ) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: curl/8.5.0\r\nContent-Type: {content_type}\r\nAccept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).expect("write head");
-    let _ = s.write_all(body);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let text_end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("response head");
-    let head = String::from_utf8_lossy(&raw[..text_end]).to_string();
-    let code: u16 = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    let mut body = raw[text_end + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = dechunk(&body);
-    }
-    (code, head, body)
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = b.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(String::from_utf8_lossy(&b[..pos]).trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = pos + 2;
-        out.extend_from_slice(&b[start..(start + size).min(b.len())]);
-        b = &b[(start + size + 2).min(b.len())..];
-    }
-    out
+    common::request(addr, method, path, content_type, "application/json", body)
 }
 
 fn json_of(body: &[u8]) -> Value {
     serde_json::from_slice(body)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
-}
-
-struct Server {
-    running: coxswain_apiserver::server::Running,
-    _dir: tempfile::TempDir,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn start() -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
-    cfg.bind = "127.0.0.1:0".parse().expect("addr");
-    cfg.persist = false;
-    cfg.tls = false;
-    cfg.auth = false;
-    let running = rt
-        .block_on(coxswain_apiserver::server::start(cfg))
-        .expect("start");
-    Server {
-        running,
-        _dir: dir,
-        _rt: rt,
-    }
 }
 
 impl Server {

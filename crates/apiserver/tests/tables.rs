@@ -3,100 +3,22 @@
 //! definitions exactly, cells except ages (and the values that differ on every run:
 //! cluster IPs, UIDs in generated selectors, generated names).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+mod common;
+
+use std::net::SocketAddr;
 use std::time::Duration;
+
+use common::{fixture, start, Server};
 
 use serde_json::{json, Value};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const KUBECTL_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
-fn fixture(path: &str) -> Value {
-    let rel = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kube-apiserver-1.36");
-    let dir = if rel.exists() {
-        rel
-    } else {
-        PathBuf::from("/work/shared/reference/kube-apiserver-1.36")
-    };
-    let p = dir.join(path);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// One request per connection; returns the status code and the (de-chunked) body.
+/// One request with a JSON body; returns the status code and the body.
 fn http(addr: SocketAddr, method: &str, path: &str, accept: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: {accept}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).expect("write head");
-    let _ = s.write_all(body);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("response head");
-    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    let mut body = raw[end + 4..].to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
+    let (code, _, body) = common::request(addr, method, path, "application/json", accept, body);
     (code, body)
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = b.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(String::from_utf8_lossy(&b[..pos]).trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = pos + 2;
-        out.extend_from_slice(&b[start..(start + size).min(b.len())]);
-        b = &b[(start + size + 2).min(b.len())..];
-    }
-    out
-}
-
-struct Server {
-    running: coxswain_apiserver::server::Running,
-    _dir: tempfile::TempDir,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn start() -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
-    cfg.bind = "127.0.0.1:0".parse().expect("addr");
-    cfg.persist = false;
-    cfg.tls = false;
-    cfg.auth = false;
-    let running = rt
-        .block_on(coxswain_apiserver::server::start(cfg))
-        .expect("start");
-    Server {
-        running,
-        _dir: dir,
-        _rt: rt,
-    }
 }
 
 impl Server {

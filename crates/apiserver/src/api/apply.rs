@@ -55,8 +55,7 @@ impl Api {
         match updated {
             Err(e) if e.code == 404 && sub.is_none() && e.reason == "NotFound" => {
                 let obj = type_first(managed::apply(def, None, &manager, None, &config, force)?);
-                self.create_object(target, &opts, obj, warnings, Some(()))
-                    .await
+                self.create_object(target, &opts, obj, warnings, true).await
             }
             Err(e) => Err(e),
             Ok(reply) => Ok(reply.with_warnings(warnings)),

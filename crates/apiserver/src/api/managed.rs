@@ -14,10 +14,12 @@ use crate::ssa::{ApplyError, Operation, Schema};
 use crate::status::{ApiError, ApiResult, Cause};
 
 /// The schema field management reads for `def`.
-fn schema_root(def: &ResourceDef) -> Value {
+fn schema_root(def: &ResourceDef) -> std::borrow::Cow<'static, Value> {
     match def.custom {
-        Some(custom) => crate::crd::openapi::kind_schema(custom),
-        None => json!({"$ref": format!("{REF_PREFIX}{}", def.definition())}),
+        Some(custom) => std::borrow::Cow::Borrowed(custom.published_schema()),
+        None => {
+            std::borrow::Cow::Owned(json!({"$ref": format!("{REF_PREFIX}{}", def.definition())}))
+        }
     }
 }
 
@@ -177,13 +179,19 @@ pub fn apply(
         reset.as_ref(),
         empty.as_ref(),
     );
+    // upstream's lastAppliedManager and lastAppliedUpdater act for kubectl only
+    let last = if manager == "kubectl" {
+        live.and_then(last_applied)
+    } else {
+        None
+    };
     let applied = match crate::ssa::fieldmanager::apply(&schema, live, config, &op, force) {
-        // upstream's lastAppliedManager: `kubectl apply --server-side` takes over what
-        // `kubectl apply` (client-side) applied without conflicts
-        Err(ApplyError::Conflicts(conflicts)) if manager == "kubectl" => {
-            let allowed = live
-                .and_then(last_applied)
-                .map(|obj| crate::ssa::merge::field_set(&schema, &obj));
+        // `kubectl apply --server-side` takes over what `kubectl apply` (client-side)
+        // applied without conflicts
+        Err(ApplyError::Conflicts(conflicts)) if last.is_some() => {
+            let allowed = last
+                .as_ref()
+                .map(|obj| crate::ssa::merge::field_set(&schema, obj));
             match allowed {
                 Some(set) if conflicts.iter().all(|c| set.has(&c.path)) => {
                     crate::ssa::fieldmanager::apply(&schema, live, config, &op, true)
@@ -194,8 +202,8 @@ pub fn apply(
         other => other,
     };
     let mut object = applied.map(|a| a.object).map_err(|e| apply_error(&e))?;
-    // upstream's lastAppliedUpdater: keep the client-side apply annotation in step
-    if manager == "kubectl" && live.and_then(last_applied).is_some() {
+    // keep the client-side apply annotation in step
+    if last.is_some() {
         set_last_applied(&mut object, config);
     }
     Ok(object)

@@ -118,12 +118,12 @@ pub fn error_response(e: &ApiError) -> Response {
 }
 
 impl Api {
-    /// The resource API over `store`.
-    pub fn new(store: Arc<Store>, bookmark_interval: Duration) -> Api {
+    /// The resource API over `store`, serving the custom resources of `crds`.
+    pub fn new(store: Arc<Store>, bookmark_interval: Duration, crds: crate::crd::Registry) -> Api {
         Api {
             store,
             bookmark_interval,
-            crds: crate::crd::Registry::default(),
+            crds,
             crd_cleanups: Default::default(),
         }
     }

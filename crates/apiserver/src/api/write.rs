@@ -283,7 +283,8 @@ impl Api {
         let opts = super::managed::write_options(query, headers, "CreateOptions", false)?;
         let (raw, dups) = decode_body(def.kind, headers, body)?;
         let Decoded { obj, warnings } = normalise(def, raw, dups, &opts)?;
-        self.create_object(target, &opts, obj, warnings, None).await
+        self.create_object(target, &opts, obj, warnings, false)
+            .await
     }
 
     /// Create `obj` (decoded and normalised); `applied`: the object comes from a
@@ -294,7 +295,7 @@ impl Api {
         opts: &WriteOptions,
         mut obj: Value,
         warnings: Vec<String>,
-        applied: Option<()>,
+        applied: bool,
     ) -> ApiResult<Reply> {
         let def = target.resource;
         ensure_namespace(target, &mut obj)?;
@@ -322,7 +323,7 @@ impl Api {
         }
         // upstream order: decode-time defaults, field manager, then the create strategy
         // (what it sets, like a namespace's finalizer, is nobody's field)
-        if applied.is_none() {
+        if !applied {
             admission::default_object(def, &mut obj, false);
             let manager = opts.field_manager.clone().unwrap_or_default();
             super::managed::record_update(def, None, &manager, None, &mut obj);

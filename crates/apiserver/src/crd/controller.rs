@@ -21,16 +21,6 @@ fn crd_def() -> Option<&'static ResourceDef> {
     Catalog::builtin().lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 }
 
-fn status_target(name: &str) -> Option<Target> {
-    Some(Target {
-        resource: crd_def()?,
-        namespace: None,
-        name: Some(name.to_string()),
-        subresource: Some(Subresource::Status),
-        legacy_watch: false,
-    })
-}
-
 impl Api {
     /// The stored CRDs.
     fn stored_crds(&self) -> Vec<Value> {
@@ -78,7 +68,7 @@ impl Api {
     }
 
     async fn write_crd_status(&self, name: &str, status: Value) -> ApiResult<()> {
-        let Some(target) = status_target(name) else {
+        let Some(target) = crd_target(name, Some(Subresource::Status)) else {
             return Ok(());
         };
         self.apply_update(&target, &server_writes(), None, move |old| {
@@ -180,7 +170,7 @@ impl Api {
             if remaining == 0 {
                 self.set_terminating(name, "InstanceDeletionCompleted", "removed all instances")
                     .await?;
-                let Some(target) = crd_target(name) else {
+                let Some(target) = crd_target(name, None) else {
                     return Ok(());
                 };
                 self.apply_update(&target, &server_writes(), None, |old| {
@@ -201,7 +191,7 @@ impl Api {
     }
 
     async fn set_terminating(&self, name: &str, reason: &str, message: &str) -> ApiResult<()> {
-        let Some(target) = status_target(name) else {
+        let Some(target) = crd_target(name, Some(Subresource::Status)) else {
             return Ok(());
         };
         let now = strategy::now_rfc3339();
@@ -232,12 +222,13 @@ fn server_writes() -> WriteOptions {
     }
 }
 
-fn crd_target(name: &str) -> Option<Target> {
+/// The CRD `name`, or its `subresource`.
+fn crd_target(name: &str, subresource: Option<Subresource>) -> Option<Target> {
     Some(Target {
         resource: crd_def()?,
         namespace: None,
         name: Some(name.to_string()),
-        subresource: None,
+        subresource,
         legacy_watch: false,
     })
 }

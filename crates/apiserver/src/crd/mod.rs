@@ -102,12 +102,19 @@ pub struct CustomVersion {
     /// Whether the CRD is being deleted (no new objects).
     pub terminating: bool,
     storage: OnceLock<&'static ResourceDef>,
+    published: OnceLock<Value>,
 }
 
 impl CustomVersion {
     /// The definition of the version objects are stored in.
     pub fn storage_def(&self) -> Option<&'static ResourceDef> {
         self.storage.get().copied()
+    }
+
+    /// The kind's published OpenAPI schema ([`openapi::kind_schema`]), built once: the
+    /// OpenAPI documents and every write's field management read it.
+    pub fn published_schema(&self) -> &Value {
+        self.published.get_or_init(|| openapi::kind_schema(self))
     }
 }
 
@@ -275,6 +282,7 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
             list_kind: list_kind.clone(),
             terminating,
             storage: OnceLock::new(),
+            published: OnceLock::new(),
         }));
         let def: &'static ResourceDef = Box::leak(Box::new(ResourceDef {
             group,

@@ -35,17 +35,6 @@ fn shape(k: &str) -> Option<Shape> {
     })
 }
 
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn is_rfc3339(s: &str) -> bool {
     s.len() >= 20
         && crate::crd::formats::is_date(&s[..10])
@@ -57,7 +46,7 @@ fn check(k: &str, sh: Shape, v: &Value) -> Result<(), String> {
     let err = |t: &str| {
         Err(format!(
             "json: cannot unmarshal {} into Go struct field ObjectMeta.{k} of type {t}",
-            go_type(v)
+            crate::selector::json_kind(v)
         ))
     };
     match (sh, v) {
@@ -98,7 +87,7 @@ pub fn decode_error(meta: &Value) -> Option<String> {
         }
         return Some(format!(
             "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
-            go_type(meta)
+            crate::selector::json_kind(meta)
         ));
     };
     m.iter()

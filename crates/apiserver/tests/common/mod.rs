@@ -1,0 +1,143 @@
+//! What the API server's integration tests share: the recorded kube-apiserver answers,
+//! a one-request HTTP/1.1 client, and servers started in memory.
+
+// each test binary uses its own part of this module
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// `shared/reference/kube-apiserver-1.36` next to the repository (as CI lays it out),
+/// else under /work/shared.
+pub fn reference_dir() -> PathBuf {
+    let rel = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/kube-apiserver-1.36");
+    if rel.exists() {
+        rel
+    } else {
+        PathBuf::from("/work/shared/reference/kube-apiserver-1.36")
+    }
+}
+
+/// A recorded JSON answer.
+pub fn fixture(path: &str) -> Value {
+    let p = reference_dir().join(path);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// One request per connection (User-Agent `curl`, as the reference was recorded);
+/// returns the status code, the response head and the de-chunked body.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    accept: &str,
+    body: &[u8],
+) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: curl/8.5.0\r\nContent-Type: {content_type}\r\nAccept: {accept}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("write head");
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head");
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
+    let mut body = raw[end + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    (code, head, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(pos) = b.windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&b[..pos]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = pos + 2;
+        out.extend_from_slice(&b[start..(start + size).min(b.len())]);
+        b = &b[(start + size + 2).min(b.len())..];
+    }
+    out
+}
+
+/// A server on plain HTTP without authentication, in memory, with its own runtime.
+pub struct Server {
+    pub running: coxswain_apiserver::server::Running,
+    _dir: tempfile::TempDir,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// Start a [`Server`] on a free loopback port.
+pub fn start() -> Server {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
+    cfg.bind = "127.0.0.1:0".parse().expect("addr");
+    cfg.persist = false;
+    cfg.tls = false;
+    cfg.auth = false;
+    let running = rt
+        .block_on(coxswain_apiserver::server::start(cfg))
+        .expect("start");
+    Server {
+        running,
+        _dir: dir,
+        _rt: rt,
+    }
+}
+
+/// A server with TLS and a token (as `coxswain apiserver` runs) and a kube-rs client
+/// configured from the kubeconfig it wrote.
+pub async fn start_with_client() -> (
+    coxswain_apiserver::server::Running,
+    kube::Client,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = coxswain_apiserver::server::Config::new(dir.path());
+    cfg.bind = "127.0.0.1:0".parse().expect("addr");
+    cfg.persist = false;
+    cfg.bookmark_interval = Duration::from_millis(500);
+    let running = coxswain_apiserver::server::start(cfg)
+        .await
+        .expect("server starts");
+    let kubeconfig = kube::config::Kubeconfig::read_from(&running.kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("client config");
+    let client = kube::Client::try_from(config).expect("client");
+    (running, client, dir)
+}
