@@ -2,7 +2,7 @@
 //! server: a deleted namespace is emptied, waits on its content's finalizers with the
 //! upstream conditions, then disappears.
 
-mod common;
+use crate::common;
 
 use common::{wait_for, Harness};
 use coxswain_controllers::{garbagecollector, namespace};

@@ -93,6 +93,43 @@ pub struct Server {
     _rt: tokio::runtime::Runtime,
 }
 
+impl Server {
+    /// One request with a JSON body (none when `body` is null); returns the status code
+    /// and the JSON answer (null when empty).
+    pub fn json(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        accept: &str,
+        body: &serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        let (code, _, b) = request(
+            self.running.addr,
+            method,
+            path,
+            content_type,
+            accept,
+            &bytes,
+        );
+        if b.is_empty() {
+            return (code, serde_json::Value::Null);
+        }
+        let v = serde_json::from_slice(&b).unwrap_or_else(|e| {
+            panic!(
+                "{method} {path}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&b)
+            )
+        });
+        (code, v)
+    }
+}
+
 /// Start a [`Server`] on a free loopback port.
 pub fn start() -> Server {
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -2,7 +2,7 @@
 //! both watcher modes: paginated LIST then WATCH, and the streaming list (watch-list with
 //! `sendInitialEvents` and the initial-events-end bookmark).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

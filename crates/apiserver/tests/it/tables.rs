@@ -3,7 +3,7 @@
 //! definitions exactly, cells except ages (and the values that differ on every run:
 //! cluster IPs, UIDs in generated selectors, generated names).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -23,19 +23,7 @@ fn http(addr: SocketAddr, method: &str, path: &str, accept: &str, body: &[u8]) -
 
 impl Server {
     fn req(&self, method: &str, path: &str, accept: &str, body: &Value) -> (u16, Value) {
-        let bytes = if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        };
-        let (code, b) = http(self.running.addr, method, path, accept, &bytes);
-        let v = serde_json::from_slice(&b).unwrap_or_else(|e| {
-            panic!(
-                "{method} {path}: not JSON ({e}): {}",
-                String::from_utf8_lossy(&b)
-            )
-        });
-        (code, v)
+        self.json(method, path, "application/json", accept, body)
     }
 
     fn create(&self, path: &str, body: Value) -> Value {

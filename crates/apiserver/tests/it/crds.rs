@@ -3,7 +3,7 @@
 //! defaulted and pruned by its schema, versions convert, and deleting the CRD deletes
 //! its objects (waiting for their finalizers).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! error `Status` bodies, discovery documents and watch framing. The server builds its
 //! own answers; these tests only read the recorded responses to compare.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -28,22 +28,14 @@ fn json_of(body: &[u8]) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
-impl Server {
+/// Requests as the reference recorded them: JSON answers, a chosen content type.
+trait WithContentType {
+    fn req(&self, method: &str, path: &str, ct: &str, body: &Value) -> (u16, Value);
+}
+
+impl WithContentType for Server {
     fn req(&self, method: &str, path: &str, ct: &str, body: &Value) -> (u16, Value) {
-        let bytes = if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        };
-        let (code, _, b) = http(self.running.addr, method, path, ct, &bytes);
-        (
-            code,
-            if b.is_empty() {
-                Value::Null
-            } else {
-                json_of(&b)
-            },
-        )
+        self.json(method, path, ct, "application/json", body)
     }
 }
 

@@ -4,7 +4,7 @@
 //! Assertions are about outcomes and orderings (an owner outlives its blocking
 //! dependents, a dependent outlives one of its two owners); nothing asserts speed.
 
-mod common;
+use crate::common;
 
 use common::{wait_for, Harness};
 use coxswain_controllers::garbagecollector;

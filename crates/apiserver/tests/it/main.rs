@@ -1,0 +1,9 @@
+//! The integration tests of `coxswain-apiserver`, linked into one binary: each test
+//! binary links the whole dependency tree, so one binary instead of several keeps
+//! the build small and fast.
+
+mod common;
+mod crds;
+mod kube_rs;
+mod reference;
+mod tables;

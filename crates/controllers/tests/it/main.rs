@@ -1,0 +1,10 @@
+//! The integration tests of `coxswain-controllers`, linked into one binary: each test
+//! binary links the whole dependency tree, so one binary instead of several keeps
+//! the build small and fast.
+
+mod common;
+mod deployment;
+mod gc;
+mod namespace;
+mod replicaset;
+mod small;
