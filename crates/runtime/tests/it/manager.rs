@@ -530,7 +530,7 @@ async fn signals_during_slow_reconcile(
     let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
-            "sigterm_child_entry",
+            "manager::sigterm_child_entry",
             "--nocapture",
             "--test-threads=1",
         ])
