@@ -43,14 +43,30 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
         crate::validation::validate(def.group, def.version, def.kind, def.namespaced, obj, old);
     if let Some(custom) = def.custom {
         if let Some(schema) = &custom.schema {
-            let structural = crate::crd::structural::validate(schema, obj);
-            // upstream runs the CEL rules only on objects the schema accepts
-            if structural.is_empty() {
-                found.extend(crate::crd::cel::validate(schema, obj, old));
-            }
-            found.extend(structural);
+            found.extend(crate::crd::structural::validate(schema, obj));
         }
         found.extend(crate::crd::scale_causes(custom, obj));
+        if let Some(schema) = &custom.schema {
+            // upstream's hasBlockingErr: the CEL rules are not run on an object whose
+            // shape is wrong (type, required, enum or size violations)
+            const BLOCKING: [&str; 5] = [
+                "FieldValueNotSupported",
+                "FieldValueRequired",
+                "FieldValueTooLong",
+                "FieldValueTooMany",
+                "FieldValueTypeInvalid",
+            ];
+            if found.iter().any(|c| BLOCKING.contains(&c.reason)) {
+                found.push(crate::crd::gofmt::invalid(
+                    "<nil>",
+                    serde_json::Value::Null,
+                    "some validation rules were not checked because the object was invalid; \
+                     correct the existing errors to complete validation",
+                ));
+            } else {
+                found.extend(crate::crd::cel::validate(schema, obj, old));
+            }
+        }
     } else if def.group == "apiextensions.k8s.io" && def.kind == "CustomResourceDefinition" {
         found.extend(crate::crd::crd_validation::validate_crd(obj, old));
         if let Some(versions) = obj.pointer("/spec/versions").and_then(Value::as_array) {

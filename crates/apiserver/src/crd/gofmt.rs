@@ -97,6 +97,21 @@ pub fn value_v(v: &Value) -> String {
     }
 }
 
+/// Go's `%T` of an unstructured value.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) => match num(n) {
+            Num::Int(_) => "int64",
+            Num::Float(_) => "float64",
+        },
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
 /// Go's `%v` of a JSON number.
 pub fn num_v(n: &serde_json::Number) -> String {
     match num(n) {
@@ -143,6 +158,8 @@ impl From<bool> for Bad {
 fn render_bad(b: &Bad) -> Option<String> {
     match b {
         Bad::Omit => None,
+        // a nil bad value is rendered as the string "null"
+        Bad::V(Value::Null) => Some(quote("null")),
         Bad::V(Value::String(s)) => Some(quote(s)),
         Bad::V(Value::Number(n)) => Some(num_v(n)),
         Bad::V(Value::Bool(b)) => Some(b.to_string()),

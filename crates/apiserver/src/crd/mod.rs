@@ -314,44 +314,75 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
     out
 }
 
-/// Upstream's checks of the scale subresource's fields on every write: the replicas at
-/// `specReplicasPath` (and `statusReplicasPath`) must be non-negative integers.
+/// Upstream's checks of the scale subresource's fields on every write
+/// (`customResourceValidator.ValidateScaleSpec`/`ValidateScaleStatus`): the replicas at
+/// `specReplicasPath` and `statusReplicasPath` must be non-negative int32 integers and
+/// the value at `labelSelectorPath` a string. The field is the path as the CRD gives it.
 pub fn scale_causes(custom: &CustomVersion, obj: &Value) -> Vec<crate::validation::FieldCause> {
+    use gofmt::{invalid, Bad};
     let Some(scale) = &custom.scale else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for path in [&scale.spec_replicas, &scale.status_replicas] {
-        let Ok(p) = jsonpath::JsonPath::parse(path) else {
-            continue;
-        };
-        let field = path.trim_start_matches('.').to_string();
-        match p.first(obj) {
-            None | Some(Value::Null) => {}
-            Some(v) => match v.as_i64() {
-                Some(n) if n < 0 => out.push(crate::validation::FieldCause {
-                    reason: "FieldValueInvalid",
-                    message: format!("Invalid value: {n}: should be a non-negative integer"),
-                    field,
-                }),
-                Some(n) if n > i64::from(i32::MAX) => out.push(crate::validation::FieldCause {
-                    reason: "FieldValueInvalid",
-                    message: format!(
-                        "Invalid value: {n}: should be less than or equal to {}",
-                        i32::MAX
-                    ),
-                    field,
-                }),
-                Some(_) => {}
-                None => out.push(crate::validation::FieldCause {
-                    reason: "FieldValueInvalid",
-                    message: format!("Invalid value: {v}: should be an integer"),
-                    field,
-                }),
-            },
+        match nested(obj, path, "int64", |v| v.as_i64().filter(|_| !v.is_f64())) {
+            Err(e) => out.push(invalid(path, 0, &e)),
+            Ok(Some(n)) if n < 0 => {
+                out.push(invalid(path, n, "should be a non-negative integer"));
+            }
+            Ok(Some(n)) if n > i64::from(i32::MAX) => out.push(invalid(
+                path,
+                n,
+                &format!("should be less than or equal to {}", i32::MAX),
+            )),
+            Ok(_) => {}
+        }
+    }
+    if let Some(path) = &scale.label_selector {
+        if let Err(e) = nested(obj, path, "string", |v| v.as_str().map(|_| ())) {
+            out.push(invalid(path, Bad::from(""), &e));
         }
     }
     out
+}
+
+/// `unstructured.NestedInt64`/`NestedString` at a `.a.b` path: `Ok(None)` when absent,
+/// the typed value, or the accessor error upstream reports.
+fn nested<T>(
+    obj: &Value,
+    path: &str,
+    want: &str,
+    typed: impl Fn(&Value) -> Option<T>,
+) -> Result<Option<T>, String> {
+    let fields: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    let json_path = |n: usize| format!(".{}", fields[..n].join("."));
+    let mut cur = obj;
+    for (i, field) in fields.iter().enumerate() {
+        match cur {
+            Value::Null => return Ok(None),
+            Value::Object(m) => match m.get(*field) {
+                Some(v) => cur = v,
+                None => return Ok(None),
+            },
+            other => {
+                return Err(format!(
+                    "{} accessor error: {} is of the type {}, expected map[string]interface{{}}",
+                    json_path(i + 1),
+                    gofmt::value_v(other),
+                    gofmt::type_name(other)
+                ))
+            }
+        }
+    }
+    match typed(cur) {
+        Some(t) => Ok(Some(t)),
+        None => Err(format!(
+            "{} accessor error: {} is of the type {}, expected {want}",
+            json_path(fields.len()),
+            gofmt::value_v(cur),
+            gofmt::type_name(cur)
+        )),
+    }
 }
 
 /// Set the value at a dotted path (`.spec.replicas`), creating objects on the way.

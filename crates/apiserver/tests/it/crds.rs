@@ -408,6 +408,27 @@ async fn cel_validation_rules_are_enforced() {
         "{}",
         e.message
     );
+    // a type error blocks the rules (upstream hasBlockingErr); the scale path's accessor
+    // error is reported as upstream words it
+    let err = api
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"owner": "you", "replicas": "two"}})),
+        )
+        .await
+        .expect_err("type error");
+    let kube::Error::Api(e) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        e.message,
+        "Widget.example.com \"c\" is invalid: [\
+         spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\", \
+         .spec.replicas: Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64, \
+         <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+         correct the existing errors to complete validation]"
+    );
     // a rule that does not compile makes the CRD invalid
     let mut broken = widget_crd();
     broken["metadata"]["name"] = json!("gadgets.example.com");
