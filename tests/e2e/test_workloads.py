@@ -63,6 +63,22 @@ def test_create_deployment_and_rollout_status(kc, wns):
     assert len(live_pods(kc, wns, "web")) == 3
     # kubectl get shows the ReplicaSet ready
     assert rs["status"]["readyReplicas"] == 3
+    # the writers are named as in a real cluster: kubectl's create, the controller
+    # manager's spec and status writes, the kubelet's pod status
+    def managers(kind, name):
+        obj = kc.json("get", kind, name, "-n", wns, "-o", "json", "--show-managed-fields")
+        return {(m["manager"], m["operation"], m.get("subresource", ""))
+                for m in obj["metadata"]["managedFields"]}
+    assert managers("deployment", "web") == {
+        ("kubectl-create", "Update", ""),
+        ("kube-controller-manager", "Update", "status"),
+    }
+    assert ("kube-controller-manager", "Update", "") in managers("rs", rs["metadata"]["name"])
+    pod = live_pods(kc, wns, "web")[0]["metadata"]["name"]
+    assert managers("pod", pod) == {
+        ("kube-controller-manager", "Update", ""),
+        ("kubelet", "Update", "status"),
+    }
 
 
 def test_set_image_rolls_out_within_surge_and_unavailability(kc, wns, cluster):

@@ -78,8 +78,9 @@ struct SimArgs {
     no_scheduler: bool,
 }
 
+/// The node simulator's client: its writes appear in managedFields as the kubelet's.
 async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -91,6 +92,10 @@ async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kub
             .await
             .context("no Kubernetes configuration")?,
     };
+    coxswain_runtime::client::set_user_agent(
+        &mut config,
+        &coxswain_runtime::client::user_agent("kubelet"),
+    );
     kube::Client::try_from(config).context("building the client")
 }
 

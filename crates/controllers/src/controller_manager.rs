@@ -169,6 +169,12 @@ pub async fn run_with_address(
     if controller_options.root_ca.is_none() {
         controller_options.root_ca = crate::rootcacertpublisher::root_ca_of(&kube);
     }
+    let mut kube = kube;
+    // writes appear in managedFields as kube-controller-manager's
+    coxswain_runtime::client::set_user_agent(
+        &mut kube,
+        &coxswain_runtime::client::user_agent("kube-controller-manager"),
+    );
     let manager = Manager::new(kube, options)?;
     let ctx = ControllerContext {
         manager: &manager,

@@ -22,6 +22,55 @@ use crate::selector::LabelSelector;
 /// Errors of the client.
 pub type Error = kube::Error;
 
+/// A client-go style User-Agent: `<component>/v<version> (<os>/<arch>) coxswain`.
+///
+/// The API server records the part before the first `/` as the field manager of writes
+/// that name none, as kube-apiserver does, so `kube-controller-manager` or `kubelet`
+/// appear in `managedFields` as they do in a real cluster.
+pub fn user_agent(component: &str) -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    format!(
+        "{component}/v{} ({}/{arch}) coxswain",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS
+    )
+}
+
+/// Set the User-Agent every request of clients built from `config` sends.
+pub fn set_user_agent(config: &mut kube::Config, user_agent: &str) {
+    let Ok(value) = http::HeaderValue::from_str(user_agent) else {
+        return;
+    };
+    config
+        .headers
+        .retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((http::header::USER_AGENT, value));
+}
+
+/// Whether `config` already sets a User-Agent.
+pub fn has_user_agent(config: &kube::Config) -> bool {
+    config
+        .headers
+        .iter()
+        .any(|(name, _)| name == http::header::USER_AGENT)
+}
+
+/// client-go's default User-Agent component: the program's file name.
+pub fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "coxswain".to_string())
+}
+
 /// What a cached `list` returns.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {

@@ -300,8 +300,14 @@ fn in_cluster_namespace() -> Option<String> {
 
 impl Manager {
     /// A manager talking to the cluster of `config` (its client counts requests in
-    /// `rest_client_requests_total`).
-    pub fn new(config: kube::Config, options: ManagerOptions) -> Result<Manager, ManagerError> {
+    /// `rest_client_requests_total`). Without a User-Agent in `config`, requests carry
+    /// client-go's default, the program's name ([`crate::client::user_agent`]), which the
+    /// API server records as the field manager of writes.
+    pub fn new(mut config: kube::Config, options: ManagerOptions) -> Result<Manager, ManagerError> {
+        if !crate::client::has_user_agent(&config) {
+            let ua = crate::client::user_agent(&crate::client::program_name());
+            crate::client::set_user_agent(&mut config, &ua);
+        }
         if options.leader_election && options.leader_election_id.is_empty() {
             return Err(ManagerError::Options(
                 "leader_election_id is required with leader election".into(),

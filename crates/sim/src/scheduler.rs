@@ -489,7 +489,11 @@ impl Scheduler {
         match api
             .patch_status(
                 key.name(),
-                &PatchParams::default(),
+                // the scheduler's write, on the kubelet's client
+                &PatchParams {
+                    field_manager: Some("kube-scheduler".into()),
+                    ..PatchParams::default()
+                },
                 &Patch::Strategic(&patch),
             )
             .await
