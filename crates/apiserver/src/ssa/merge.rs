@@ -150,8 +150,8 @@ pub(crate) fn list_item_pe<'a>(
         _ => return Err("associative list with keys may not have non-map elements".into()),
     };
     let mut key = Vec::new();
-    for name in &t.keys {
-        if let Some(v) = m.get(*name) {
+    for name in t.keys.iter() {
+        if let Some(v) = m.get(name) {
             key.push((name.to_string(), v.clone()));
             continue;
         }
@@ -642,44 +642,53 @@ impl<'a> Typed<'_, 'a> {
     // -- validation -------------------------------------------------------------
 
     /// Validates a value (upstream `TypedValue.Validate`); unknown struct
-    /// fields are accepted (typed as deduced).
-    pub fn validate(
+    /// fields are accepted (typed as deduced). The path is kept borrowed and only
+    /// spelled out for an error.
+    pub(crate) fn validate<'v>(
         &self,
         tr: TypeRef<'a>,
-        v: &Value,
+        v: &'v Value,
         allow_dups: bool,
-        path: &mut Path,
+        path: &mut Vec<Seg<'v, 'a>>,
         errs: &mut Errs,
     ) {
         let atom = self.schema.resolve(tr);
         match handler(&atom, deduce(&atom, Some(v))) {
             Handler::Scalar(k) => {
                 if let Some(e) = validate_scalar(k, Some(v), "") {
-                    err(errs, path, e);
+                    self.seg_err(errs, path, e);
                 }
             }
             Handler::List(t) => {
                 let list = match v {
                     Value::Null => return,
                     Value::Array(a) => a,
-                    other => return err(errs, path, format!("expected list, got {other}")),
+                    other => {
+                        return self.seg_err(errs, path, format!("expected list, got {other}"))
+                    }
                 };
                 let mut seen = std::collections::BTreeSet::new();
                 for (i, child) in list.iter().enumerate() {
-                    let pe = if t.atomic {
-                        PathElement::Index(i as i64)
+                    let seg = if t.atomic {
+                        Seg::Index(i)
                     } else {
                         match list_item_pe(self.schema, t, child) {
                             Ok(pe) => {
-                                if !seen.insert(pe.clone()) && !allow_dups {
-                                    err(errs, path, format!("duplicate entries for key {pe}"));
+                                // upstream's AllowDuplicates skips the check (and the keys
+                                // need not be kept)
+                                if !allow_dups && !seen.insert(pe.clone()) {
+                                    self.seg_err(
+                                        errs,
+                                        path,
+                                        format!("duplicate entries for key {pe}"),
+                                    );
                                 }
-                                pe
+                                Seg::Item(*t, child)
                             }
-                            Err(e) => return err(errs, path, format!("element {i}: {e}")),
+                            Err(e) => return self.seg_err(errs, path, format!("element {i}: {e}")),
                         }
                     };
-                    path.push(pe);
+                    path.push(seg);
                     self.validate(t.elem, child, allow_dups, path, errs);
                     path.pop();
                 }
@@ -688,17 +697,41 @@ impl<'a> Typed<'_, 'a> {
                 let m = match v {
                     Value::Null => return,
                     Value::Object(m) => m,
-                    other => return err(errs, path, format!("expected map, got {other}")),
+                    other => return self.seg_err(errs, path, format!("expected map, got {other}")),
                 };
                 for (k, val) in m {
-                    path.push(PathElement::Field(k.clone()));
+                    path.push(Seg::Field(k));
                     self.validate(t.child_type(k), val, allow_dups, path, errs);
                     path.pop();
                 }
             }
-            Handler::Invalid => err(errs, path, "schema error: invalid atom: inlined".into()),
+            Handler::Invalid => {
+                self.seg_err(errs, path, "schema error: invalid atom: inlined".into())
+            }
         }
     }
+
+    fn seg_err(&self, errs: &mut Errs, path: &[Seg<'_, 'a>], message: String) {
+        let owned: Path = path
+            .iter()
+            .map(|s| match s {
+                Seg::Field(k) => PathElement::Field((*k).to_string()),
+                Seg::Index(i) => PathElement::Index(*i as i64),
+                Seg::Item(t, child) => {
+                    list_item_pe(self.schema, t, child).unwrap_or(PathElement::Index(0))
+                }
+            })
+            .collect();
+        err(errs, &owned, message);
+    }
+}
+
+/// One step of a path under validation, borrowed from the value walked.
+pub(crate) enum Seg<'v, 'a> {
+    Field(&'v str),
+    Index(usize),
+    /// An item of an associative list: its path element is computed on demand.
+    Item(ListType<'a>, &'v Value),
 }
 
 /// The result of comparing two objects: paths removed, modified and added.

@@ -32,7 +32,34 @@ pub struct Schema<'a> {
 /// Resolved types of schema nodes, kept for the duration of one operation (keyed by the
 /// node's address, stable while the schema is borrowed).
 #[derive(Default)]
-pub struct AtomCache<'a>(std::cell::RefCell<std::collections::HashMap<usize, Atom<'a>>>);
+pub struct AtomCache<'a>(
+    std::cell::RefCell<
+        std::collections::HashMap<usize, Atom<'a>, std::hash::BuildHasherDefault<AddressHasher>>,
+    >,
+);
+
+/// A hasher for node addresses: one multiply (SipHash was a tenth of field management).
+#[derive(Default)]
+pub struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from(*b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // addresses are 8-aligned: fold the high bits into the low ones the table uses
+        let x = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 29);
+    }
+}
 
 impl std::fmt::Debug for Schema<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,15 +88,33 @@ pub(crate) enum ScalarKind {
 }
 
 /// A list type.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct ListType<'a> {
     pub atomic: bool,
-    pub keys: Vec<&'a str>,
+    /// `x-kubernetes-list-map-keys` as the schema holds it (borrowed: atoms are copied
+    /// on every resolve).
+    pub keys: ListKeys<'a>,
     pub elem: TypeRef<'a>,
 }
 
+/// The key field names of an associative list.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ListKeys<'a>(&'a [Value]);
+
+impl<'a> ListKeys<'a> {
+    /// The key names, in schema order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().filter_map(Value::as_str)
+    }
+
+    /// Whether the list has no keys (a set, or atomic).
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
 /// A map or struct type.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct MapType<'a> {
     pub atomic: bool,
     pub props: Option<&'a Map<String, Value>>,
@@ -97,7 +142,7 @@ impl<'a> MapType<'a> {
 }
 
 /// A resolved type: any combination of scalar, list and map.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Atom<'a> {
     pub scalar: Option<ScalarKind>,
     pub list: Option<ListType<'a>>,
@@ -174,7 +219,7 @@ impl<'a> Schema<'a> {
                 scalar: Some(ScalarKind::Untyped),
                 list: Some(ListType {
                     atomic: true,
-                    keys: vec![],
+                    keys: ListKeys::default(),
                     elem: TypeRef::Untyped,
                 }),
                 map: Some(MapType {
@@ -187,7 +232,7 @@ impl<'a> Schema<'a> {
                 scalar: Some(ScalarKind::Untyped),
                 list: Some(ListType {
                     atomic: true,
-                    keys: vec![],
+                    keys: ListKeys::default(),
                     elem: TypeRef::Untyped,
                 }),
                 map: Some(MapType {
@@ -202,10 +247,10 @@ impl<'a> Schema<'a> {
                 };
                 let key = s as *const Value as usize;
                 if let Some(hit) = cache.0.borrow().get(&key) {
-                    return hit.clone();
+                    return *hit;
                 }
                 let atom = self.resolve_node(s);
-                cache.0.borrow_mut().insert(key, atom.clone());
+                cache.0.borrow_mut().insert(key, atom);
                 atom
             }
         }
@@ -297,15 +342,17 @@ impl<'a> Schema<'a> {
             None => TypeRef::Untyped,
         };
         let (atomic, keys) = match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") => (false, vec![]),
+            Some("set") => (false, ListKeys::default()),
             Some("map") => (
                 false,
-                s.get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default(),
+                ListKeys(
+                    s.get("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default(),
+                ),
             ),
-            _ => (true, vec![]),
+            _ => (true, ListKeys::default()),
         };
         ListType { atomic, keys, elem }
     }
