@@ -145,7 +145,14 @@ pub fn record_update(
         reset.as_ref(),
         empty.as_ref(),
     );
-    let managed = crate::ssa::fieldmanager::update_no_errors(&schema, old, new, &op);
+    // the request's managedFields are moved, not copied: unchanged sets are written
+    // back as they came
+    let new_mf = new
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("managedFields"))
+        .map(Value::take)
+        .filter(|v| !v.is_null());
+    let managed = crate::ssa::fieldmanager::update_no_errors(&schema, old, new, new_mf, &op);
     crate::ssa::fieldmanager::set_managed_fields(new, managed);
 }
 

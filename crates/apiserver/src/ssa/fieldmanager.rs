@@ -247,14 +247,29 @@ pub struct Managed {
 
 /// Upstream `DecodeManagedFields`. `null`/absent decodes as empty.
 pub fn decode_managed_fields(v: Option<&Value>) -> Result<Managed, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Managed::default()),
+        Some(v) => decode_entries(v.clone(), true),
+    }
+}
+
+/// `managedFields` as stored on an object the server wrote: the entries are read but
+/// each manager's `FieldsV1` is kept as JSON until an operation needs it decoded.
+pub fn decode_stored_managed_fields(v: Value) -> Managed {
+    decode_entries(v, false).unwrap_or_default()
+}
+
+/// Reads the entries of `managedFields`; `check_sets` decodes every field set at once
+/// (for what a client sent: an undecodable one is an error, as upstream).
+fn decode_entries(v: Value, check_sets: bool) -> Result<Managed, String> {
     let mut managed = Managed::default();
     let entries = match v {
-        None | Some(Value::Null) => return Ok(managed),
-        Some(Value::Array(a)) => a,
-        Some(other) => return Err(format!("managedFields must be a list, got {other}")),
+        Value::Null => return Ok(managed),
+        Value::Array(a) => a,
+        other => return Err(format!("managedFields must be a list, got {other}")),
     };
-    for (i, e) in entries.iter().enumerate() {
-        let Value::Object(e) = e else {
+    for (i, e) in entries.into_iter().enumerate() {
+        let Value::Object(mut e) = e else {
             return Err(format!("managed fields entry {i} is not an object"));
         };
         let s = |k: &str| -> Result<&str, String> {
@@ -270,7 +285,8 @@ pub fn decode_managed_fields(v: Option<&Value>) -> Result<Managed, String> {
         if operation != "Apply" && operation != "Update" {
             return Err("operation must be `Apply` or `Update`".into());
         }
-        let api_version = s("apiVersion")?;
+        let applied = operation == "Apply";
+        let api_version = s("apiVersion")?.to_string();
         if api_version.is_empty() {
             return Err("apiVersion must not be empty".into());
         }
@@ -283,29 +299,32 @@ pub fn decode_managed_fields(v: Option<&Value>) -> Result<Managed, String> {
                 ))
             }
         }
-        let time = s("time")?;
-        if !time.is_empty() && parse_rfc3339(time).is_none() {
+        let time = s("time")?.to_string();
+        if !time.is_empty() && parse_rfc3339(&time).is_none() {
             return Err(format!("invalid time {time:?} in managed fields entry {i}"));
         }
-        let id = manager_identifier(s("manager")?, operation, api_version, s("subresource")?);
-        let set = match e.get("fieldsV1") {
-            None | Some(Value::Null) => Set::new(),
-            Some(f) => Set::from_fields_v1(f).map_err(|err| {
-                format!("error decoding versioned set from entry {i}: error decoding set: {err}")
-            })?,
+        let id = manager_identifier(s("manager")?, operation, &api_version, s("subresource")?);
+        let raw = e.remove("fieldsV1").unwrap_or(Value::Null);
+        let vs = if check_sets {
+            let set = match &raw {
+                Value::Null => Set::new(),
+                f => Set::from_fields_v1(f).map_err(|err| {
+                    format!(
+                        "error decoding versioned set from entry {i}: error decoding set: {err}"
+                    )
+                })?,
+            };
+            VersionedSet::new(set, api_version, applied)
+        } else if raw.is_null() {
+            VersionedSet::new(Set::new(), api_version, applied)
+        } else {
+            VersionedSet::from_fields_v1(raw, api_version, applied)
         };
-        managed.fields.insert(
-            id.clone(),
-            VersionedSet {
-                set,
-                api_version: api_version.into(),
-                applied: operation == "Apply",
-            },
-        );
+        managed.fields.insert(id.clone(), vs);
         if time.is_empty() {
             managed.times.remove(&id);
         } else {
-            managed.times.insert(id, time.into());
+            managed.times.insert(id, time);
         }
     }
     Ok(managed)
@@ -313,23 +332,23 @@ pub fn decode_managed_fields(v: Option<&Value>) -> Result<Managed, String> {
 
 /// Upstream `encodeManagedFields` + sorting. Returns `Value::Null` when no
 /// manager is left (the field should then be removed from the object).
-pub fn encode_managed_fields(managed: &Managed) -> Value {
+pub fn encode_managed_fields(managed: Managed) -> Value {
     if managed.fields.is_empty() {
         return Value::Null;
     }
-    struct E<'m> {
+    struct E {
         manager: String,
         operation: &'static str,
-        api_version: &'m str,
-        time: Option<&'m str>,
+        api_version: String,
+        time: Option<String>,
         subresource: String,
-        set: &'m Set,
+        set: VersionedSet,
     }
-    let mut entries: Vec<E> = managed
-        .fields
-        .iter()
+    let Managed { fields, mut times } = managed;
+    let mut entries: Vec<E> = fields
+        .into_iter()
         .map(|(id, vs)| {
-            let idv: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+            let idv: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
             E {
                 manager: id_field(&idv, "manager").to_string(),
                 operation: if vs.applied || id_field(&idv, "operation") == "Apply" {
@@ -337,20 +356,20 @@ pub fn encode_managed_fields(managed: &Managed) -> Value {
                 } else {
                     "Update"
                 },
-                api_version: &vs.api_version,
-                time: managed.times.get(id).map(String::as_str),
+                api_version: vs.api_version.clone(),
+                time: times.remove(&id),
                 subresource: id_field(&idv, "subresource").to_string(),
-                set: &vs.set,
+                set: vs,
             }
         })
         .collect();
-    let secs = |t: Option<&str>| t.and_then(parse_rfc3339).unwrap_or(0);
+    let secs = |t: &Option<String>| t.as_deref().and_then(parse_rfc3339).unwrap_or(0);
     entries.sort_by(|p, q| {
         p.operation
             .cmp(q.operation)
-            .then(secs(p.time).cmp(&secs(q.time)))
+            .then(secs(&p.time).cmp(&secs(&q.time)))
             .then(p.manager.cmp(&q.manager))
-            .then(p.api_version.cmp(q.api_version))
+            .then(p.api_version.cmp(&q.api_version))
             .then(p.subresource.cmp(&q.subresource))
     });
     let out = entries
@@ -366,7 +385,7 @@ pub fn encode_managed_fields(managed: &Managed) -> Value {
                 m.insert("time".into(), t.into());
             }
             m.insert("fieldsType".into(), "FieldsV1".into());
-            m.insert("fieldsV1".into(), e.set.to_fields_v1());
+            m.insert("fieldsV1".into(), e.set.into_fields_v1());
             if !e.subresource.is_empty() {
                 m.insert("subresource".into(), e.subresource.into());
             }
@@ -467,8 +486,11 @@ fn strip(managed: &mut Managed, id: &str) {
     static STRIPPED: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
     let stripped = STRIPPED.get_or_init(stripped_fields);
     if let Some(vs) = managed.fields.get_mut(id) {
-        vs.set = vs.set.difference(stripped);
-        if vs.set.is_empty() {
+        if vs.meets(stripped) {
+            let rest = vs.set().difference(stripped);
+            vs.replace(rest);
+        }
+        if vs.is_empty() {
             managed.fields.remove(id);
         }
     }
@@ -581,16 +603,12 @@ fn update_chain(
     strip(&mut managed, CURRENT_OPERATION);
     if let Some(vs) = managed.fields.remove(CURRENT_OPERATION) {
         let set = match managed.fields.get(&id) {
-            Some(prev) => vs.set.union(&prev.set),
-            None => vs.set,
+            Some(prev) => vs.set().union(prev.set()),
+            None => vs.set().clone(),
         };
         managed.fields.insert(
             id.clone(),
-            VersionedSet {
-                set,
-                api_version: vs.api_version,
-                applied: vs.applied,
-            },
+            VersionedSet::new(set, vs.api_version, vs.applied),
         );
         managed.times.insert(id, op.time.to_string());
     }
@@ -632,15 +650,11 @@ pub fn cap_update_managers(managed: &mut Managed, max: usize) {
             let prev = managed
                 .fields
                 .get(&bucket)
-                .map(|b| b.set.clone())
+                .map(|b| b.set().clone())
                 .unwrap_or_default();
             managed.fields.insert(
                 bucket.clone(),
-                VersionedSet {
-                    set: vs.set.union(&prev),
-                    api_version: vs.api_version.clone(),
-                    applied: vs.applied,
-                },
+                VersionedSet::new(vs.set().union(&prev), vs.api_version.clone(), vs.applied),
             );
             managed.fields.remove(m);
             length -= 1;
@@ -684,24 +698,46 @@ pub fn update(
     new: &Value,
     op: &Operation<'_>,
 ) -> Result<Value, ApplyError> {
+    let new_mf = new
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
+    update_owned(schema, live, new, new_mf, op)
+}
+
+/// [`update`] with the request's `managedFields` taken out of `new` (`new` may still
+/// hold them: they are never compared). Sets equal to the stored ones are kept as
+/// JSON and written back untouched unless the write changes what they own.
+pub fn update_owned(
+    schema: &Schema<'_>,
+    live: Option<&Value>,
+    new: &Value,
+    new_mf: Option<Value>,
+    op: &Operation<'_>,
+) -> Result<Value, ApplyError> {
     let empty = op.empty_object();
     let live_obj = live.unwrap_or(&empty);
     let live_mf = live_obj
         .get("metadata")
-        .and_then(|m| m.get("managedFields"));
-    let new_mf = new.get("metadata").and_then(|m| m.get("managedFields"));
-    let from_live = || decode_managed_fields(live_mf).unwrap_or_default();
-    let managed = if op.subresource().is_empty() {
-        if is_reset_managed_fields(new_mf) {
+        .and_then(|m| m.get("managedFields"))
+        .filter(|v| !v.is_null());
+    let from_live = || {
+        live_mf
+            .map(|v| decode_stored_managed_fields(v.clone()))
+            .unwrap_or_default()
+    };
+    // what the client sent back unchanged was checked when it was stored
+    let unchanged = |v: &Value| live_mf.is_some_and(|l| l == v);
+    let managed = match new_mf {
+        Some(v) if op.subresource().is_empty() && is_reset_managed_fields(Some(&v)) => {
             Managed::default()
-        } else {
-            match decode_managed_fields(new_mf) {
-                Ok(m) if !m.fields.is_empty() => m,
-                _ => from_live(),
-            }
         }
-    } else {
-        from_live()
+        Some(v) if unchanged(&v) => decode_stored_managed_fields(v),
+        Some(v) if op.subresource().is_empty() => match decode_managed_fields(Some(&v)) {
+            Ok(m) if !m.fields.is_empty() => m,
+            _ => from_live(),
+        },
+        _ => from_live(),
     };
     if managed.fields.is_empty() && !meta_str(live_obj, "uid").is_empty() {
         return Ok(Value::Null);
@@ -709,18 +745,19 @@ pub fn update(
     // `metadata.managedFields` is one of the stripped fields: the objects are compared
     // as they are (no copies without it)
     let managed = update_chain(schema, live_obj, new, managed, op.manager, op)?;
-    Ok(encode_managed_fields(&managed))
+    Ok(encode_managed_fields(managed))
 }
 
-/// [`update`], but on error returns the live object's `managedFields`
+/// [`update_owned`], but on error returns the live object's `managedFields`
 /// unchanged (upstream `UpdateNoErrors`, what the REST handlers use).
 pub fn update_no_errors(
     schema: &Schema<'_>,
     live: Option<&Value>,
     new: &Value,
+    new_mf: Option<Value>,
     op: &Operation<'_>,
 ) -> Value {
-    update(schema, live, new, op).unwrap_or_else(|_| {
+    update_owned(schema, live, new, new_mf, op).unwrap_or_else(|_| {
         live.and_then(|l| l.get("metadata"))
             .and_then(|m| m.get("managedFields"))
             .cloned()
@@ -751,6 +788,8 @@ pub fn apply(
 ) -> Result<Applied, ApplyError> {
     let empty = op.empty_object();
     let live_obj = live.unwrap_or(&empty);
+    // an apply reads every manager's set (conflicts, pruning): decoded at once, with
+    // upstream's error for a bad one
     let mut managed = decode_managed_fields(
         live_obj
             .get("metadata")
@@ -842,7 +881,7 @@ pub fn apply(
         }
         None => live_clean,
     };
-    let mf = encode_managed_fields(&managed);
+    let mf = encode_managed_fields(managed);
     set_managed_fields(&mut object, mf.clone());
     Ok(Applied {
         object,

@@ -796,6 +796,26 @@ impl Set {
         m
     }
 
+    /// Whether any member path of this set is a member of the `FieldsV1` value `raw`
+    /// (a non-empty intersection), found without decoding `raw`: only this set's
+    /// paths are looked up.
+    pub fn meets_fields_v1(&self, raw: &Value) -> bool {
+        let Value::Object(m) = raw else {
+            return false;
+        };
+        let is_member = |node: &Value| match node {
+            Value::Object(o) => o.is_empty() || o.contains_key("."),
+            _ => false,
+        };
+        self.members
+            .iter()
+            .any(|pe| m.get(&pe.serialize()).is_some_and(is_member))
+            || self.children.iter().any(|(pe, sub)| {
+                m.get(&pe.serialize())
+                    .is_some_and(|node| sub.meets_fields_v1(node))
+            })
+    }
+
     /// Decodes a `FieldsV1` JSON value.
     pub fn from_fields_v1(v: &Value) -> Result<Set, String> {
         let (children, _) = read_v1(v)?;

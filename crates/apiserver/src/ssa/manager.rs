@@ -16,14 +16,94 @@ use std::collections::BTreeMap;
 
 /// The fields a manager owns, at an API version, and whether they were
 /// applied (as opposed to updated).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A set read from a stored object is kept as its `FieldsV1` JSON and decoded only
+/// when an operation needs it: most writes touch one or two managers' sets, and the
+/// others are written back as they were read.
+#[derive(Clone, Debug)]
 pub struct VersionedSet {
-    /// Owned fields.
-    pub set: Set,
+    set: std::cell::OnceCell<Set>,
+    /// The `FieldsV1` the set was read from, while the set is unchanged.
+    raw: Option<Value>,
     /// API version the fields were set with.
     pub api_version: String,
     /// Whether the set comes from an apply operation.
     pub applied: bool,
+}
+
+impl PartialEq for VersionedSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.api_version == other.api_version
+            && self.applied == other.applied
+            && self.set() == other.set()
+    }
+}
+
+impl Eq for VersionedSet {}
+
+impl VersionedSet {
+    /// A decoded set.
+    pub fn new(set: Set, api_version: impl Into<String>, applied: bool) -> Self {
+        VersionedSet {
+            set: std::cell::OnceCell::from(set),
+            raw: None,
+            api_version: api_version.into(),
+            applied,
+        }
+    }
+
+    /// A set kept as the `FieldsV1` JSON it was stored as (checked when it was
+    /// stored; an undecodable one reads as empty).
+    pub fn from_fields_v1(raw: Value, api_version: impl Into<String>, applied: bool) -> Self {
+        VersionedSet {
+            set: std::cell::OnceCell::new(),
+            raw: Some(raw),
+            api_version: api_version.into(),
+            applied,
+        }
+    }
+
+    /// The owned fields (decoded on first use).
+    pub fn set(&self) -> &Set {
+        self.set.get_or_init(|| {
+            self.raw
+                .as_ref()
+                .and_then(|r| Set::from_fields_v1(r).ok())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Replace the owned fields.
+    pub fn replace(&mut self, set: Set) {
+        self.set = std::cell::OnceCell::from(set);
+        self.raw = None;
+    }
+
+    /// Whether no field is owned.
+    pub fn is_empty(&self) -> bool {
+        match (self.set.get(), &self.raw) {
+            (Some(s), _) => s.is_empty(),
+            (None, Some(Value::Object(m))) => m.is_empty(),
+            (None, _) => true,
+        }
+    }
+
+    /// Whether this set and `paths` share a path (without decoding a stored set).
+    pub fn meets(&self, paths: &Set) -> bool {
+        match (&self.raw, self.set.get()) {
+            (Some(raw), _) => paths.meets_fields_v1(raw),
+            (None, Some(s)) => !s.intersection(paths).is_empty(),
+            (None, None) => false,
+        }
+    }
+
+    /// The `FieldsV1` encoding: the stored JSON when the set is unchanged.
+    pub fn into_fields_v1(self) -> Value {
+        match self.raw {
+            Some(raw) => raw,
+            None => self.set().to_fields_v1(),
+        }
+    }
 }
 
 /// Managers and their field sets.
@@ -117,10 +197,10 @@ impl<'s, 'a> Updater<'s, 'a> {
         let changed = cmp.modified.union(&cmp.added);
         let mut conflicts: Vec<(String, Set)> = Vec::new();
         for (m, vs) in managers.iter() {
-            if m == workflow {
+            if m == workflow || !vs.meets(&changed) {
                 continue;
             }
-            let c = vs.set.intersection(&changed);
+            let c = vs.set().intersection(&changed);
             if !c.is_empty() {
                 conflicts.push((m.clone(), c));
             }
@@ -139,17 +219,19 @@ impl<'s, 'a> Updater<'s, 'a> {
         }
         for (m, c) in conflicts {
             if let Some(vs) = managers.get_mut(&m) {
-                vs.set = vs.set.difference(&c);
+                let rest = vs.set().difference(&c);
+                vs.replace(rest);
             }
         }
         if !cmp.removed.is_empty() {
             for (m, vs) in managers.iter_mut() {
-                if m != workflow {
-                    vs.set = vs.set.difference(&cmp.removed);
+                if m != workflow && vs.meets(&cmp.removed) {
+                    let rest = vs.set().difference(&cmp.removed);
+                    vs.replace(rest);
                 }
             }
         }
-        managers.retain(|_, vs| !vs.set.is_empty());
+        managers.retain(|_, vs| !vs.is_empty());
         Ok(cmp)
     }
 
@@ -158,8 +240,8 @@ impl<'s, 'a> Updater<'s, 'a> {
             return;
         }
         for vs in managers.values_mut() {
-            if let Some(s) = reconcile_field_set(self.schema, &vs.set) {
-                vs.set = s;
+            if let Some(s) = reconcile_field_set(self.schema, vs.set()) {
+                vs.replace(s);
             }
         }
     }
@@ -179,7 +261,7 @@ impl<'s, 'a> Updater<'s, 'a> {
         let cmp = self.update_inner(live, new, &mut managers, manager, true)?;
         let prev = managers
             .get(manager)
-            .map(|vs| vs.set.clone())
+            .map(|vs| vs.set().clone())
             .unwrap_or_default();
         let set = prev
             .difference(&cmp.removed)
@@ -189,14 +271,7 @@ impl<'s, 'a> Updater<'s, 'a> {
         if set.is_empty() {
             managers.remove(manager);
         } else {
-            managers.insert(
-                manager.into(),
-                VersionedSet {
-                    set,
-                    api_version: version.into(),
-                    applied: false,
-                },
-            );
+            managers.insert(manager.into(), VersionedSet::new(set, version, false));
         }
         Ok(managers)
     }
@@ -216,16 +291,9 @@ impl<'s, 'a> Updater<'s, 'a> {
         self.reconcile(&mut managers);
         let merged = merge(self.schema, live, config)
             .map_err(|e| UpdateError::Invalid(format!("failed to merge config: {e}")))?;
-        let last = managers.get(manager).map(|vs| vs.set.clone());
+        let last = managers.get(manager).map(|vs| vs.set().clone());
         let set = self.filter(field_set(self.schema, config));
-        managers.insert(
-            manager.into(),
-            VersionedSet {
-                set,
-                api_version: version.into(),
-                applied: true,
-            },
-        );
+        managers.insert(manager.into(), VersionedSet::new(set, version, true));
         let new = self.prune(merged, &managers, last.as_ref());
         self.update_inner(live, &new, &mut managers, manager, force)?;
         if crate::ssa::fieldpath::value_equals(live, &new) {
@@ -252,7 +320,7 @@ impl<'s, 'a> Updater<'s, 'a> {
         // Add back items owned by any manager (including the applier).
         let managed = managers
             .values()
-            .fold(Set::new(), |acc, vs| acc.union(&vs.set));
+            .fold(Set::new(), |acc, vs| acc.union(vs.set()));
         let merged_set = self.ensure(&field_set(self.schema, &merged));
         let pruned_set = self.ensure(&field_set(self.schema, &pruned));
         let keep = pruned_set.union(&self.ensure(&managed));

@@ -541,7 +541,13 @@ impl<'a> Typed<'_, 'a> {
                     Self::compare_leaf(lhs, rhs, path, cmp);
                     return true;
                 }
+                // `metadata.managedFields` is stripped from every manager's set: it is not
+                // compared (a write's request may carry its managedFields apart)
+                let in_metadata = path.len() == 1 && path[0] == PathElement::field("metadata");
                 for k in zip_keys(l, r) {
+                    if in_metadata && k == "managedFields" {
+                        continue;
+                    }
                     path.push(PathElement::Field(k.clone()));
                     self.compare(
                         t.child_type(k),

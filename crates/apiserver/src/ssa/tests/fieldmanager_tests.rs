@@ -435,7 +435,7 @@ fn rfc3339_and_sorting() {
         {"manager": "y", "operation": "Apply", "apiVersion": "v1", "time": T2, "fieldsType": "FieldsV1", "fieldsV1": {"f:d": {}}}
     ]);
     let m = fieldmanager::decode_managed_fields(Some(&mf)).unwrap();
-    let enc = fieldmanager::encode_managed_fields(&m);
+    let enc = fieldmanager::encode_managed_fields(m.clone());
     let names: Vec<&str> = enc
         .as_array()
         .unwrap()
@@ -474,5 +474,66 @@ fn never_panics_on_garbage() {
             let live = with_mf(deployment(1), mf);
             assert!(apply(s, Some(&live), &deployment(1), &op("k", T0), false).is_err());
         }
+    });
+}
+
+/// Stored sets are read as JSON and decoded only when a write touches them: an update
+/// takes the fields it changes from their owners and drops the fields it removes from
+/// every owner, while sets it does not touch come back byte for byte.
+#[test]
+fn updates_touch_only_the_sets_they_change() {
+    with_schema(|s| {
+        let mut live = deployment(1);
+        live["metadata"]["uid"] = json!("u1");
+        live["metadata"]["labels"] = json!({"app": "x", "tier": "web", "team": "a"});
+        let mf = json!([
+            {"manager": "labeler", "operation": "Update", "apiVersion": "apps/v1", "time": T0,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:tier": {}}}}},
+            {"manager": "team", "operation": "Update", "apiVersion": "apps/v1", "time": T0,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:team": {}}}}},
+            {"manager": "scaler", "operation": "Update", "apiVersion": "apps/v1", "time": T0,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+        ]);
+        let live = with_mf(live, mf.clone());
+        // the request carries the stored managedFields back (as clients do): `tier`
+        // changes hands, `team` is removed, `replicas` is left alone
+        let mut new = live.clone();
+        new["metadata"]["labels"] = json!({"app": "x", "tier": "api"});
+        let got =
+            fieldmanager::update_owned(s, Some(&live), &new, Some(mf.clone()), &op("editor", T1))
+                .unwrap();
+        let by: std::collections::BTreeMap<&str, &Value> = got
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["manager"].as_str().unwrap(), &e["fieldsV1"]))
+            .collect();
+        assert_eq!(
+            by.keys().copied().collect::<Vec<_>>(),
+            ["editor", "labeler", "scaler"],
+            "team owned only the removed label: {got}"
+        );
+        assert_eq!(
+            *by["labeler"],
+            json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+        );
+        assert_eq!(
+            *by["editor"],
+            json!({"f:metadata": {"f:labels": {"f:tier": {}}}})
+        );
+        assert_eq!(*by["scaler"], mf[2]["fieldsV1"]);
+        // the same through `update`, which copies the request's managedFields
+        assert_eq!(
+            update(s, Some(&live), &new, &op("editor", T1)).unwrap(),
+            got
+        );
+        // a request with managedFields that differ from the stored ones is decoded and
+        // checked: an undecodable set falls back to the stored ones
+        let bad = json!([{"manager": "x", "operation": "Update", "apiVersion": "apps/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"k:[": {}}}]);
+        assert_eq!(
+            fieldmanager::update_owned(s, Some(&live), &new, Some(bad), &op("editor", T1)).unwrap(),
+            got
+        );
     });
 }

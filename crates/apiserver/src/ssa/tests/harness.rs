@@ -95,7 +95,7 @@ impl<'s, 'a> State<'s, 'a> {
         let mut got: Vec<(String, String, Value)> = self
             .managers
             .iter()
-            .map(|(m, vs)| (m.clone(), vs.api_version.clone(), vs.set.to_fields_v1()))
+            .map(|(m, vs)| (m.clone(), vs.api_version.clone(), vs.set().to_fields_v1()))
             .collect();
         let mut want: Vec<(String, String, Value)> = want
             .iter()
@@ -111,7 +111,7 @@ impl<'s, 'a> State<'s, 'a> {
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(got, want, "managers");
         for (m, vs) in &self.managers {
-            assert!(!vs.set.is_empty(), "empty set for {m}");
+            assert!(!vs.set().is_empty(), "empty set for {m}");
         }
     }
 }
