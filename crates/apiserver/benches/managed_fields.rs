@@ -10,6 +10,10 @@ use coxswain_apiserver::api::managed;
 use coxswain_apiserver::catalog::{Catalog, Subresource};
 use serde_json::{json, Value};
 
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn pod() -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",

@@ -20,6 +20,10 @@ use kube::api::{PostParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Server {
     child: Child,
     client: Client,

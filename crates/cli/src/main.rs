@@ -8,6 +8,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+/// mimalloc: allocation was a quarter of the API server's CPU under load with glibc's
+/// malloc; with mimalloc the simulator's 100,000 pods are Ready in 49 s instead of 74 s
+/// (`cargo run --release -p coxswain-sim --example scale`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// coxswain: a Kubernetes controller runtime, controller manager and embedded API server.
 #[derive(Parser)]
 #[command(name = "coxswain", version, about)]

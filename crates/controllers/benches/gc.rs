@@ -8,7 +8,7 @@
 //! Run: `cargo bench --bench gc` (`BENCH_OWNERS`, `BENCH_DEPENDENTS` change the 1,000
 //! and 100).
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,15 +19,17 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 
-/// Counts live heap bytes.
+/// Counts live heap bytes, allocating with mimalloc as the `coxswain` binary does.
 struct Counting;
+
+static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded to the system allocator with the caller's layout
-        let p = unsafe { System.alloc(layout) };
+        // SAFETY: forwarded to mimalloc with the caller's layout
+        let p = unsafe { INNER.alloc(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -35,12 +37,12 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from `alloc` with this layout
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { INNER.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as `GlobalAlloc::realloc`'s contract
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { INNER.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             LIVE.fetch_add(new_size, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);

@@ -18,6 +18,10 @@ use kube::api::{ListParams, PostParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
 
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()

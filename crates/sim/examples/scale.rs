@@ -24,6 +24,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, PostParams};
 
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn arg(name: &str, default: usize) -> usize {
@@ -282,7 +286,8 @@ async fn main() -> Result<(), BoxError> {
     );
     cancel.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(60), run).await;
-    drop(child.stdin.take());
-    let _ = child.wait();
-    Ok(())
+    // exit before the API server does (it stops when its stdin closes with this
+    // process): tasks of this process still reconnecting would log an error each
+    drop(child);
+    std::process::exit(0)
 }
