@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use coxswain_controllers::deployment::{deployment_controller, util};
 use coxswain_runtime::builder::ControllerBuilder;
@@ -25,8 +24,9 @@ use kube::Api;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::wait_for;
+
 const NS: &str = "default";
-const TIMEOUT: Duration = Duration::from_secs(90);
 
 // ---------------------------------------------------------------------------------------
 // a minimal ReplicaSet controller (tests only)
@@ -323,24 +323,6 @@ impl Harness {
 impl Drop for Harness {
     fn drop(&mut self) {
         self.cancel.cancel();
-    }
-}
-
-async fn wait_for<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

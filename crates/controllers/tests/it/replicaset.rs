@@ -5,7 +5,6 @@
 //! asserts how fast something happens.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +22,9 @@ use kube::Api;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::{wait_for, WAIT};
+
 const NS: &str = "default";
-/// Bound on every wait: far above what any step needs.
-const WAIT: Duration = Duration::from_secs(90);
 
 // ----- harness -----
 
@@ -90,25 +89,6 @@ impl Harness {
         self.stop_kubelet().await;
         self.cancel.cancel();
         let _ = tokio::time::timeout(WAIT, self.manager).await;
-    }
-}
-
-/// Poll `check` until it returns `Some`, failing with `what` after [`WAIT`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

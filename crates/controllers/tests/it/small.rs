@@ -2,8 +2,6 @@
 //! against the embedded API server.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::time::Duration;
 
 use coxswain_controllers::registry::{ControllerContext, ControllerManagerOptions, Registry};
 use coxswain_controllers::{clusterroleaggregation, rootcacertpublisher, serviceaccount};
@@ -12,30 +10,11 @@ use coxswain_runtime::manager::{Manager, ManagerOptions};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{AggregationRule, ClusterRole, PolicyRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+use crate::common::wait_for;
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
-
-/// Generous bound for a controller to react (a bound on failure, not a timing claim).
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// Poll `f` until it yields `Some`, or panic naming `what` after [`PATIENCE`].
-async fn eventually<T, Fut>(what: &str, mut f: impl FnMut() -> Fut) -> T
-where
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// A running manager with the controllers `names` (registry names or aliases) built
 /// through their descriptors; stops when the token is cancelled.
@@ -122,7 +101,7 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
 
     // the bootstrap namespaces are served too
     let system_sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
-    eventually("kube-system/default", || {
+    wait_for("kube-system/default", || {
         let a = system_sas.clone();
         async move { a.get_opt("default").await.ok().flatten() }
     })
@@ -141,12 +120,12 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
         .expect("namespace created");
     let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "team-a");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
-    let sa = eventually("team-a/default service account", || {
+    let sa = wait_for("team-a/default service account", || {
         let a = sas.clone();
         async move { a.get_opt("default").await.ok().flatten() }
     })
     .await;
-    let cm = eventually("team-a/kube-root-ca.crt", || {
+    let cm = wait_for("team-a/kube-root-ca.crt", || {
         let a = cms.clone();
         async move { a.get_opt("kube-root-ca.crt").await.ok().flatten() }
     })
@@ -166,7 +145,7 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
         .await
         .expect("sa deleted");
     let old_uid = sa.metadata.uid.clone();
-    eventually("default service account recreated", || {
+    wait_for("default service account recreated", || {
         let a = sas.clone();
         let old = old_uid.clone();
         async move {
@@ -182,7 +161,7 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
         .await
         .expect("cm deleted");
     let old_uid = cm.metadata.uid.clone();
-    let cm = eventually("kube-root-ca.crt recreated", || {
+    let cm = wait_for("kube-root-ca.crt recreated", || {
         let a = cms.clone();
         let old = old_uid.clone();
         async move {
@@ -208,7 +187,7 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
         .await
         .expect("cm edited");
     let tampered_rv = tampered.metadata.resource_version.clone();
-    let fixed = eventually("kube-root-ca.crt corrected", || {
+    let fixed = wait_for("kube-root-ca.crt corrected", || {
         let a = cms.clone();
         let rv = tampered_rv.clone();
         async move {
@@ -263,7 +242,7 @@ async fn namespaces_get_a_default_service_account_and_the_root_ca() {
         .await
         .expect("namespace created");
     let later: Api<ConfigMap> = Api::namespaced(client.clone(), "team-b");
-    eventually("team-b/kube-root-ca.crt", || {
+    wait_for("team-b/kube-root-ca.crt", || {
         let a = later.clone();
         async move { a.get_opt("kube-root-ca.crt").await.ok().flatten() }
     })
@@ -330,7 +309,7 @@ fn aggregated(
 /// Wait until `name`'s rules are `want`.
 async fn rules_become(api: &Api<ClusterRole>, name: &str, want: Vec<PolicyRule>) {
     let what = format!("{name} to hold {want:?}");
-    eventually(&what, || {
+    wait_for(&what, || {
         let a = api.clone();
         let want = want.clone();
         async move {
