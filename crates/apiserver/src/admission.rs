@@ -43,7 +43,7 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
         crate::validation::validate(def.group, def.version, def.kind, def.namespaced, obj, old);
     if let Some(custom) = def.custom {
         if let Some(schema) = &custom.schema {
-            found.extend(crate::crd::structural::validate(schema, obj));
+            found.extend(crate::crd::structural::validate_update(schema, obj, old));
         }
         found.extend(crate::crd::scale_causes(custom, obj));
         if let Some(schema) = &custom.schema {

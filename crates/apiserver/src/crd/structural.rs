@@ -22,16 +22,31 @@ fn embedded(s: S<'_>) -> bool {
 /// Validates a custom object: kube-openapi schema validation (messages converted as
 /// `kubeOpenAPIResultToFieldErrors` with a nil path), embedded resource checks
 /// (`objectmeta.Validate`) and list-type invariants (`ValidateListSetsAndMaps`).
-/// Ratcheting of unchanged fields on update and CEL rules are not applied.
+/// CEL rules are not applied here ([`crate::crd::cel`]).
 pub fn validate(schema: &Value, obj: &Value) -> Vec<FieldCause> {
+    validate_update(schema, obj, None)
+}
+
+/// [`validate`] of an update over `old` (`None`: a create), ratcheting as upstream
+/// does: schema errors of values unchanged from `old` are dropped, and list-type
+/// errors count only when `old` had none.
+pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     let Some(s) = S::new(schema) else {
         return vec![];
     };
-    let res = validator::validate(s, obj, "");
+    let res = validator::validate_ratcheting(s, obj, old, "");
     let mut out = validator::to_causes(&res, None);
     validate_embedded(s, obj, "", &mut out);
-    if let Value::Object(m) = obj {
-        list_sets_and_maps_object(s, m, "", &mut out);
+    let list_errors = |v: &Value| {
+        let mut found = Vec::new();
+        if let Value::Object(m) = v {
+            list_sets_and_maps_object(s, m, "", &mut found);
+        }
+        found
+    };
+    let lists = list_errors(obj);
+    if !lists.is_empty() && old.is_none_or(|o| list_errors(o).is_empty()) {
+        out.extend(lists);
     }
     out
 }

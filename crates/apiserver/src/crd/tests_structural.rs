@@ -499,3 +499,55 @@ fn pruning_embedded() {
         json!({"spec": {"template": {"apiVersion": "v1", "metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {}}}})
     );
 }
+
+/// CRDValidationRatcheting (upstream `ratcheting_test.go`'s cases): on update, errors
+/// of values unchanged from the old object are dropped; values correlate by property
+/// and by the keys of list-type map lists, not by the items of sets or atomic lists.
+#[test]
+fn ratcheting_of_unchanged_values() {
+    let schema = json!({"type": "object", "properties": {
+        "small": {"type": "integer", "maximum": 5},
+        "name": {"type": "string", "maxLength": 3},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}}},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 2}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2}}}});
+    let run = |new: Value, old: Option<Value>| -> Vec<String> {
+        crate::crd::structural::validate_update(&schema, &new, old.as_ref())
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    };
+    let old = json!({"small": 9, "name": "toolong", "ports": [{"name": "a", "port": 500}],
+        "tags": ["long"], "labels": {"x": "long"}});
+    // a create reports everything
+    assert_eq!(run(old.clone(), None).len(), 5);
+    // unchanged invalid values are ratcheted, except the atomic list's item
+    let same = run(old.clone(), Some(old.clone()));
+    assert!(same.is_empty(), "{same:?}");
+    // a list-map item moved in the list still correlates by its key; an unrelated
+    // valid change elsewhere does not matter
+    let mut moved = old.clone();
+    moved["ports"] = json!([{"name": "b", "port": 1}, {"name": "a", "port": 500}]);
+    assert_eq!(run(moved, Some(old.clone())), Vec::<String>::new());
+    // changed values are checked again
+    let mut changed = old.clone();
+    changed["small"] = json!(8);
+    changed["ports"] = json!([{"name": "a", "port": 501}]);
+    changed["labels"] = json!({"x": "long", "y": "long"});
+    assert_eq!(
+        run(changed, Some(old.clone())),
+        vec![
+            "small: Invalid value: 8: small in body should be less than or equal to 5",
+            "ports[0].port: Invalid value: 501: ports[0].port in body should be less than or equal to 100",
+            "labels.y: Too long: may not be more than 2 bytes",
+        ]
+    );
+    // items of atomic lists do not correlate: a changed list checks every item
+    let mut tags = old.clone();
+    tags["tags"] = json!(["long", "ok"]);
+    assert_eq!(
+        run(tags, Some(old)),
+        vec!["tags[0]: Too long: may not be more than 2 bytes"]
+    );
+}

@@ -417,6 +417,22 @@ fn enum_match(data: &Value, e: &Value) -> bool {
 
 /// Validates `data` against `schema` at kube-openapi path `path` ("" at the root).
 pub fn validate(schema: S<'_>, data: &Value, path: &str) -> Res {
+    validate_ratcheting(schema, data, None, path)
+}
+
+/// [`validate`] on an update, with `old` the correlated old value: errors of a value
+/// equal to its old value are dropped (upstream's CRDValidationRatcheting). Values
+/// correlate through object properties and the keys of `x-kubernetes-list-type: map`
+/// lists; items of sets and atomic lists do not.
+pub fn validate_ratcheting(schema: S<'_>, data: &Value, old: Option<&Value>, path: &str) -> Res {
+    let mut result = validate_node(schema, data, old, path);
+    if !result.valid() && old == Some(data) {
+        result.errors.clear();
+    }
+    result
+}
+
+fn validate_node(schema: S<'_>, data: &Value, old: Option<&Value>, path: &str) -> Res {
     let mut result = Res::default();
     let types = schema.types();
     let format = formats::effective_format(&types, schema.str("format"));
@@ -440,7 +456,7 @@ pub fn validate(schema: S<'_>, data: &Value, path: &str) -> Res {
         result.mc += 1;
     }
     // schema props validator
-    result.merge(schema_props(schema, data, path));
+    result.merge(schema_props(schema, data, old, path));
     result.mc += 1;
     if k == Kind::Str {
         let s = data.as_str().unwrap_or("");
@@ -460,13 +476,13 @@ pub fn validate(schema: S<'_>, data: &Value, path: &str) -> Res {
         result.mc += 1;
     }
     if let Value::Array(a) = data {
-        result.merge(slice_check(schema, a, path));
+        result.merge(slice_check(schema, a, old, path));
         result.mc += 1;
     }
     result.merge(common(schema, data, path));
     result.mc += 1;
     if let Value::Object(m) = data {
-        result.merge(object_check(schema, m, path));
+        result.merge(object_check(schema, m, old, path));
         result.mc += 1;
     }
     result.mc += 1;
@@ -509,7 +525,7 @@ fn type_check(types: &[&str], format: &str, data: &Value, k: Kind, path: &str) -
     }
 }
 
-fn schema_props(schema: S<'_>, data: &Value, path: &str) -> Res {
+fn schema_props(schema: S<'_>, data: &Value, old: Option<&Value>, path: &str) -> Res {
     let mut main = Res::default();
     let any_of = schema.list("anyOf");
     if !any_of.is_empty() {
@@ -517,7 +533,7 @@ fn schema_props(schema: S<'_>, data: &Value, path: &str) -> Res {
         let mut first_success: Option<Res> = None;
         let mut succeeded = false;
         for b in any_of {
-            let r = validate(b, data, path);
+            let r = validate_ratcheting(b, data, old, path);
             if r.valid() {
                 best = None;
                 succeeded = true;
@@ -546,7 +562,7 @@ fn schema_props(schema: S<'_>, data: &Value, path: &str) -> Res {
         let mut first_success: Option<Res> = None;
         let mut validated = 0;
         for b in one_of {
-            let r = validate(b, data, path);
+            let r = validate_ratcheting(b, data, old, path);
             if r.valid() {
                 validated += 1;
                 best = None;
@@ -581,7 +597,7 @@ fn schema_props(schema: S<'_>, data: &Value, path: &str) -> Res {
         let mut validated = 0;
         let n = all_of.len();
         for b in all_of {
-            let r = validate(b, data, path);
+            let r = validate_ratcheting(b, data, old, path);
             if r.valid() {
                 validated += 1;
             }
@@ -600,7 +616,7 @@ fn schema_props(schema: S<'_>, data: &Value, path: &str) -> Res {
         }
     }
     if let Some(not) = schema.sub("not") {
-        if validate(not, data, path).valid() {
+        if validate_ratcheting(not, data, old, path).valid() {
             main.add(plain(format!(
                 "{} must not validate the schema (not)",
                 quote(path)
@@ -849,11 +865,21 @@ fn multiple_of_float(path: &str, data: f64, factor: f64, value: Option<Value>) -
     None
 }
 
-fn slice_check(schema: S<'_>, a: &[Value], path: &str) -> Res {
+fn slice_check(schema: S<'_>, a: &[Value], old: Option<&Value>, path: &str) -> Res {
     let mut res = Res::default();
     if let Some(items) = schema.items() {
+        // only the items of list-type map lists correlate with old items (by their keys)
+        let keys = (schema.str("x-kubernetes-list-type") == "map")
+            .then(|| schema.strs("x-kubernetes-list-map-keys"));
+        let olds = old.and_then(Value::as_array);
         for (i, v) in a.iter().enumerate() {
-            res.merge(validate(items, v, &format!("{path}[{i}]")));
+            let o = match (&keys, olds) {
+                (Some(keys), Some(olds)) => olds
+                    .iter()
+                    .find(|o| keys.iter().all(|k| o.get(k) == v.get(k))),
+                _ => None,
+            };
+            res.merge(validate_ratcheting(items, v, o, &format!("{path}[{i}]")));
         }
     }
     let size = a.len() as i64;
@@ -922,7 +948,8 @@ fn common(schema: S<'_>, data: &Value, path: &str) -> Res {
     Res::one(e)
 }
 
-fn object_check(schema: S<'_>, m: &Map<String, Value>, path: &str) -> Res {
+fn object_check(schema: S<'_>, m: &Map<String, Value>, old: Option<&Value>, path: &str) -> Res {
+    let old_of = |k: &str| old.and_then(|o| o.get(k));
     let mut res = Res::default();
     let n = m.len() as i64;
     if let Some(min) = schema.i64("minProperties") {
@@ -967,7 +994,12 @@ fn object_check(schema: S<'_>, m: &Map<String, Value>, path: &str) -> Res {
             if let Some((_, Some(ap))) = additional {
                 for (k, v) in m {
                     if !schema.has_prop(k) {
-                        res.merge(validate(ap, v, &format!("{path}.{k}")));
+                        res.merge(validate_ratcheting(
+                            ap,
+                            v,
+                            old_of(k),
+                            &format!("{path}.{k}"),
+                        ));
                     }
                 }
             }
@@ -980,7 +1012,7 @@ fn object_check(schema: S<'_>, m: &Map<String, Value>, path: &str) -> Res {
             } else {
                 format!("{path}.{name}")
             };
-            res.merge(validate(ps, v, &r));
+            res.merge(validate_ratcheting(ps, v, old_of(name), &r));
         }
     }
     for k in schema.strs("required") {

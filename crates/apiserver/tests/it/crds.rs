@@ -492,3 +492,87 @@ async fn selectable_fields_filter_lists_and_others_are_refused() {
     assert!(e.message.contains("spec.size"), "{}", e.message);
     running.shutdown.cancel();
 }
+
+/// CRDValidationRatcheting: after a CRD's schema is tightened, objects stored under
+/// the old schema can still be updated as long as the now-invalid values stay as they
+/// are; changing such a value is checked against the new schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tightened_schemas_ratchet_unchanged_values() {
+    let (running, client, _dir) = common::start_with_client().await;
+    create_crd(&client, widget_crd()).await;
+    let api = widgets(&client, "v1");
+    api.create(
+        &PostParams::default(),
+        &obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "big"}, "spec": {"size": 8}})),
+    )
+    .await
+    .expect("valid under the first schema");
+    // the maximum drops from 10 to 5
+    let tighten = json!({"spec": {"versions": [
+        {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "required": ["size"], "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 5},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"}}}}}}},
+        {"name": "v1beta1", "served": true, "storage": false,
+         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+    ]}});
+    crd_api(&client)
+        .patch(
+            "widgets.example.com",
+            &PatchParams::default(),
+            &Patch::Merge(tighten),
+        )
+        .await
+        .expect("tighten the schema");
+    // the catalogue is rebuilt after the CRD write; wait until the new schema applies
+    let mut rejected = None;
+    for _ in 0..50 {
+        match api
+            .create(
+                &PostParams::default(),
+                &obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "probe"}, "spec": {"size": 8}})),
+            )
+            .await
+        {
+            Err(kube::Error::Api(e)) => {
+                rejected = Some(e);
+                break;
+            }
+            Ok(_) => {
+                let _ = api.delete("probe", &DeleteParams::default()).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(rejected.expect("new objects are checked").code, 422);
+    // an unrelated change keeps the stored size as it is: accepted
+    api.patch(
+        "big",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"color": "blue"}})),
+    )
+    .await
+    .expect("the unchanged size is ratcheted");
+    // changing the size checks it against the new maximum
+    let err = api
+        .patch(
+            "big",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 7}})),
+        )
+        .await
+        .expect_err("a changed size is checked");
+    let kube::Error::Api(e) = err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        e.message.contains(
+            "spec.size: Invalid value: 7: spec.size in body should be less than or equal to 5"
+        ),
+        "{}",
+        e.message
+    );
+    running.shutdown.cancel();
+}
