@@ -585,6 +585,19 @@ impl Checker {
                         }
                         Ok(Ty::Bool)
                     }
+                    "isIP" | "isCIDR" | "ip.isCanonical" => {
+                        if !matches!(ats.first(), Some(Ty::String | Ty::Dyn)) {
+                            let a: Vec<String> = ats.iter().map(Ty::name).collect();
+                            return Err(issue(
+                                e.pos,
+                                format!(
+                                    "found no matching overload for '{name}' applied to '({})'",
+                                    a.join(", ")
+                                ),
+                            ));
+                        }
+                        Ok(Ty::Bool)
+                    }
                     "size" | "int" => Ok(Ty::Int),
                     "uint" => Ok(Ty::Uint),
                     "double" => Ok(Ty::Double),

@@ -40,6 +40,9 @@ pub const GLOBALS: &[&str] = &[
     "sets.equivalent",
     "sets.intersects",
     "lists.range",
+    "isIP",
+    "isCIDR",
+    "ip.isCanonical",
 ];
 
 /// Names of receiver-style functions known to the checker.
@@ -86,6 +89,46 @@ pub const MEMBERS: &[&str] = &[
     "distinct",
     "sort",
 ];
+
+/// An IP address as the Kubernetes CEL IP library parses it (Go's `netip.ParseAddr`):
+/// no zone, no IPv4-mapped IPv6 address, no leading zeros in IPv4 octets.
+pub fn parse_ip(s: &str) -> Result<std::net::IpAddr, String> {
+    if s.contains('%') {
+        return Err(format!("IP address {s:?} with zone value is not allowed"));
+    }
+    let addr: std::net::IpAddr = s.parse().map_err(|_| {
+        format!("IP Address {s:?} parse error during conversion from string: ParseAddr({s:?}): unable to parse IP")
+    })?;
+    if let std::net::IpAddr::V6(v6) = addr {
+        if v6.to_ipv4_mapped().is_some() {
+            return Err(format!("IPv4-mapped IPv6 address {s:?} is not allowed"));
+        }
+    }
+    Ok(addr)
+}
+
+/// A CIDR as the Kubernetes CEL CIDR library parses it (Go's `netip.ParsePrefix`): an
+/// address as [`parse_ip`] and a decimal prefix length without leading zeros.
+pub fn parse_cidr(s: &str) -> Result<(std::net::IpAddr, u8), String> {
+    let bad = || format!("network address {s:?} parse error during conversion from string");
+    let (addr, bits) = s.split_once('/').ok_or_else(bad)?;
+    let addr = parse_ip(addr).map_err(|_| bad())?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let digits_ok = !bits.is_empty()
+        && bits.bytes().all(|b| b.is_ascii_digit())
+        && (bits == "0" || !bits.starts_with('0'));
+    match bits.parse::<u8>() {
+        Ok(n) if digits_ok && n <= max => Ok((addr, n)),
+        _ => Err(bad()),
+    }
+}
+
+/// `ip.isCanonical`: whether the address is written as Go prints it (RFC 5952 for
+/// IPv6); an unparsable address is an error, as upstream.
+fn is_canonical_ip(s: &str) -> Result<bool, String> {
+    let addr = parse_ip(s)?;
+    Ok(addr.to_string() == s)
+}
 
 /// Compiles a regular expression with RE2-compatible syntax.
 pub fn regex(p: &str) -> Result<regex::Regex, String> {
@@ -216,6 +259,16 @@ fn global(name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
     }
     let x = a.pop().unwrap_or(Val::Null);
     match name {
+        "isIP" | "isCIDR" | "ip.isCanonical" => {
+            let Val::Str(s) = &x else {
+                return Err(no());
+            };
+            Ok(Val::Bool(match name {
+                "isIP" => parse_ip(s).is_ok(),
+                "isCIDR" => parse_cidr(s).is_ok(),
+                _ => is_canonical_ip(s)?,
+            }))
+        }
         "optional.of" => Ok(Val::Optional(Some(Box::new(x)))),
         "optional.ofNonZeroValue" => {
             let zero = match &x {

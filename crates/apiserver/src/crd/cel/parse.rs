@@ -929,11 +929,11 @@ fn make_member_call(pos: usize, target: Expr, name: String, mut args: Vec<Expr>)
             kind: Kind::Bind(var, Box::new(init), Box::new(body)),
         });
     }
-    // namespaced global functions: optional.of(x), math.greatest(...)
+    // namespaced global functions: optional.of(x), math.greatest(...), ip.isCanonical(s)
     if let Kind::Ident(ns) = &target.kind {
         if matches!(
             ns.as_str(),
-            "optional" | "math" | "strings" | "lists" | "sets"
+            "optional" | "math" | "strings" | "lists" | "sets" | "ip"
         ) && !RESERVED.contains(&ns.as_str())
         {
             return Ok(Expr {

@@ -1389,3 +1389,53 @@ fn ratcheting_unchanged_values() {
     // create is never ratcheted
     assert_eq!(validate(&s, &json!({"foo":"baz"}), None).len(), 1);
 }
+
+/// The predicates of the Kubernetes IP and CIDR libraries (upstream `library/ip_test.go`
+/// and `cidr_test.go` cases): Go's `netip` parsing, no zones, no IPv4-mapped IPv6, no
+/// leading zeros; canonical IPv6 is RFC 5952.
+#[test]
+fn ip_and_cidr_predicates() {
+    run(
+        &[t("string")],
+        &[json!("fd00::1")],
+        &[
+            "isIP('1.2.3.4')",
+            "isIP('2001:db8::abcd')",
+            "isIP(self.val1)",
+            "!isIP('1.2.3.4%eth0')",
+            "!isIP('fe80::1%eth0')",
+            "!isIP('::ffff:1.2.3.4')",
+            "!isIP('010.0.0.1')",
+            "!isIP('1.2.3')",
+            "!isIP('not.an.ip')",
+            "!isIP('')",
+            "ip.isCanonical('127.0.0.1')",
+            "ip.isCanonical('2001:db8::abcd')",
+            "!ip.isCanonical('2001:DB8::ABCD')",
+            "!ip.isCanonical('2001:db8::0:0:0:abcd')",
+            "ip.isCanonical(self.val1)",
+            "isCIDR('192.168.0.0/24')",
+            "isCIDR('10.0.0.1/8')",
+            "isCIDR('::1/128')",
+            "isCIDR('0.0.0.0/0')",
+            "!isCIDR('192.168.0.0/33')",
+            "!isCIDR('::1/129')",
+            "!isCIDR('192.168.0.0/08')",
+            "!isCIDR('192.168.0.0')",
+            "!isCIDR('192.168.0.0/')",
+            "!isCIDR('::ffff:1.2.3.4/96')",
+        ],
+        &[(
+            "ip.isCanonical('not an ip')",
+            "IP Address \"not an ip\" parse error during conversion from string",
+        )],
+    );
+    // the argument must be a string
+    let errs = check_rules(&schemas(&[t("integer")], "isIP(self.val1)"), "s");
+    assert!(
+        errs.iter().any(|e| e
+            .message
+            .contains("found no matching overload for 'isIP' applied to '(int)'")),
+        "{errs:?}"
+    );
+}
