@@ -334,3 +334,41 @@ def test_field_selector_on_namespace(core_v1, ns):
     with pytest.raises(ApiException) as ei:
         core_v1.list_namespaced_config_map(ns, field_selector="data.k=x")
     assert ei.value.status == 400
+
+
+# --------------------------------------------------------------------------- times
+
+def test_times_are_stored_in_utc_as_go_prints_them(api_client, ns):
+    """The Python client sends datetimes with their offset and microseconds: a Lease's
+    MicroTime comes back in UTC with 6 digits, a condition's Time in UTC to the second,
+    as kube-apiserver's metav1 types print them."""
+    import datetime
+    import json
+
+    tz = datetime.timezone(datetime.timedelta(hours=2))
+    when = datetime.datetime(2026, 11, 29, 22, 0, 45, 858494, tzinfo=tz)
+    coordination = client.CoordinationV1Api(api_client)
+    coordination.create_namespaced_lease(ns, client.V1Lease(
+        metadata=client.V1ObjectMeta(name="l"),
+        spec=client.V1LeaseSpec(holder_identity="me", renew_time=when, acquire_time=when)))
+    # the raw JSON, not the client's datetime objects
+    raw = coordination.read_namespaced_lease("l", ns, _preload_content=False)
+    spec = json.loads(raw.data)["spec"]
+    assert spec["renewTime"] == "2026-11-29T20:00:45.858494Z", spec
+    assert spec["acquireTime"] == "2026-11-29T20:00:45.858494Z", spec
+
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(ns, client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="d"),
+        spec=client.V1DeploymentSpec(
+            selector=client.V1LabelSelector(match_labels={"app": "d"}),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels={"app": "d"}),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")])))))
+    apps.patch_namespaced_deployment_status("d", ns, {"status": {"conditions": [{
+        "type": "Available", "status": "True", "lastUpdateTime": when.isoformat(),
+        "lastTransitionTime": when.isoformat()}]}})
+    raw = apps.read_namespaced_deployment("d", ns, _preload_content=False)
+    cond = json.loads(raw.data)["status"]["conditions"][0]
+    assert cond["lastTransitionTime"] == "2026-11-29T20:00:45Z", cond
+    assert cond["lastUpdateTime"] == "2026-11-29T20:00:45Z", cond

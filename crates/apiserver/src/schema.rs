@@ -249,8 +249,31 @@ fn resolve(schema: &Value) -> Option<&'static Value> {
     ref_name(schema).and_then(definition)
 }
 
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+
+/// A `metav1.Time` (`micro`: `metav1.MicroTime`) as kube-apiserver stores it: decoded
+/// from RFC 3339 and printed in UTC, to the second (`2026-11-29T08:00:00Z`) or the
+/// microsecond (`2026-11-29T08:00:00.123456Z`), the fraction truncated. A value that is
+/// not RFC 3339 is left for validation to refuse.
+pub fn normalize_time(s: &mut String, micro: bool) {
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) else {
+        return;
+    };
+    let t = t.with_timezone(&chrono::Utc);
+    let out = if micro {
+        t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    };
+    if *s != out {
+        *s = out;
+    }
+}
+
 /// Remove fields the schema of `definition_name` does not know from `value`; return their
-/// paths (`spec.foo`, `spec.containers[0].bar`) in document order.
+/// paths (`spec.foo`, `spec.containers[0].bar`) in document order. Times are written as
+/// the Go types print them ([`normalize_time`]).
 pub fn prune_unknown(definition_name: &str, value: &mut Value) -> Vec<String> {
     let mut unknown = Vec::new();
     if let Some(def) = definition(definition_name) {
@@ -260,6 +283,14 @@ pub fn prune_unknown(definition_name: &str, value: &mut Value) -> Vec<String> {
 }
 
 fn prune_with(schema: &Value, value: &mut Value, path: String, unknown: &mut Vec<String>) {
+    if let Value::String(s) = value {
+        match ref_name(schema) {
+            Some(TIME) => normalize_time(s, false),
+            Some(MICRO_TIME) => normalize_time(s, true),
+            _ => {}
+        }
+        return;
+    }
     let schema = resolve(schema).unwrap_or(schema);
     if schema
         .get("x-kubernetes-preserve-unknown-fields")
@@ -345,6 +376,32 @@ mod tests {
             );
         }
         assert!(definition("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").is_some());
+    }
+
+    #[test]
+    fn times_are_stored_as_go_prints_them() {
+        let mut l = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "l", "creationTimestamp": "2026-11-29T10:00:00.5+02:00"},
+            "spec": {"holderIdentity": "me", "renewTime": "2026-11-29T22:00:45.858494789+02:00",
+                "acquireTime": "2026-11-29T20:00:45Z", "leaseDurationSeconds": 15}});
+        prune_unknown("io.k8s.api.coordination.v1.Lease", &mut l);
+        assert_eq!(l["metadata"]["creationTimestamp"], "2026-11-29T08:00:00Z");
+        assert_eq!(l["spec"]["renewTime"], "2026-11-29T20:00:45.858494Z");
+        assert_eq!(l["spec"]["acquireTime"], "2026-11-29T20:00:45.000000Z");
+        assert_eq!(l["spec"]["holderIdentity"], "me");
+        // conditions in lists, and values that are not times are left alone
+        let mut p = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T10:00:00.123-01:00"},
+            {"type": "X", "status": "True", "lastTransitionTime": "yesterday"}]}});
+        prune_unknown("io.k8s.api.core.v1.Pod", &mut p);
+        assert_eq!(
+            p["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-11-29T11:00:00Z"
+        );
+        assert_eq!(
+            p["status"]["conditions"][1]["lastTransitionTime"],
+            "yesterday"
+        );
     }
 
     #[test]
