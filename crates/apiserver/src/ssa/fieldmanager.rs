@@ -12,6 +12,8 @@ use crate::ssa::fieldpath::{field_path, write_go_string, Set};
 use crate::ssa::manager::{Conflict, ManagedFields, UpdateError, Updater, VersionedSet};
 use crate::ssa::merge::validate;
 use crate::ssa::schema::Schema;
+use std::borrow::Cow;
+
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -249,27 +251,30 @@ pub struct Managed {
 pub fn decode_managed_fields(v: Option<&Value>) -> Result<Managed, String> {
     match v {
         None | Some(Value::Null) => Ok(Managed::default()),
-        Some(v) => decode_entries(v.clone(), true),
+        Some(v) => decode_entries(Cow::Borrowed(v), true),
     }
 }
 
 /// `managedFields` as stored on an object the server wrote: the entries are read but
 /// each manager's `FieldsV1` is kept as JSON until an operation needs it decoded.
 pub fn decode_stored_managed_fields(v: Value) -> Managed {
-    decode_entries(v, false).unwrap_or_default()
+    decode_entries(Cow::Owned(v), false).unwrap_or_default()
 }
 
 /// Reads the entries of `managedFields`; `check_sets` decodes every field set at once
 /// (for what a client sent: an undecodable one is an error, as upstream).
-fn decode_entries(v: Value, check_sets: bool) -> Result<Managed, String> {
+/// A borrowed value is read in place (the sets are decoded from it); an owned one gives
+/// up its `FieldsV1` values without copies.
+fn decode_entries(v: Cow<'_, Value>, check_sets: bool) -> Result<Managed, String> {
     let mut managed = Managed::default();
-    let entries = match v {
-        Value::Null => return Ok(managed),
-        Value::Array(a) => a,
+    let entries: Vec<Cow<'_, Value>> = match v {
+        Cow::Borrowed(Value::Array(a)) => a.iter().map(Cow::Borrowed).collect(),
+        Cow::Owned(Value::Array(a)) => a.into_iter().map(Cow::Owned).collect(),
+        Cow::Borrowed(Value::Null) | Cow::Owned(Value::Null) => return Ok(managed),
         other => return Err(format!("managedFields must be a list, got {other}")),
     };
-    for (i, e) in entries.into_iter().enumerate() {
-        let Value::Object(mut e) = e else {
+    for (i, entry) in entries.into_iter().enumerate() {
+        let Some(e) = entry.as_object() else {
             return Err(format!("managed fields entry {i} is not an object"));
         };
         let s = |k: &str| -> Result<&str, String> {
@@ -304,21 +309,25 @@ fn decode_entries(v: Value, check_sets: bool) -> Result<Managed, String> {
             return Err(format!("invalid time {time:?} in managed fields entry {i}"));
         }
         let id = manager_identifier(s("manager")?, operation, &api_version, s("subresource")?);
-        let raw = e.remove("fieldsV1").unwrap_or(Value::Null);
         let vs = if check_sets {
-            let set = match &raw {
-                Value::Null => Set::new(),
-                f => Set::from_fields_v1(f).map_err(|err| {
+            let set = match e.get("fieldsV1") {
+                None | Some(Value::Null) => Set::new(),
+                Some(f) => Set::from_fields_v1(f).map_err(|err| {
                     format!(
                         "error decoding versioned set from entry {i}: error decoding set: {err}"
                     )
                 })?,
             };
             VersionedSet::new(set, api_version, applied)
-        } else if raw.is_null() {
-            VersionedSet::new(Set::new(), api_version, applied)
         } else {
-            VersionedSet::from_fields_v1(raw, api_version, applied)
+            let raw = match entry {
+                Cow::Owned(Value::Object(mut m)) => m.remove("fieldsV1"),
+                other => other.get("fieldsV1").cloned(),
+            };
+            match raw {
+                None | Some(Value::Null) => VersionedSet::new(Set::new(), api_version, applied),
+                Some(raw) => VersionedSet::from_fields_v1(raw, api_version, applied),
+            }
         };
         managed.fields.insert(id.clone(), vs);
         if time.is_empty() {

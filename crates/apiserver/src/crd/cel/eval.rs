@@ -102,7 +102,7 @@ fn key_str(k: &Val) -> String {
 /// Map key under which field `f` is stored: reserved words used as field names
 /// (`self.spec.if`) resolve to their escaped form (`__if__`).
 pub fn field_key(f: &str) -> String {
-    if CEL_RESERVED.contains(&f) {
+    if is_cel_reserved(f) {
         format!("__{f}__")
     } else {
         f.to_string()

@@ -137,7 +137,8 @@ const OPS: [&str; 28] = [
     "(", ")", "[", "]", "{", "}", "=", "&", "|", "^",
 ];
 
-const RESERVED: [&str; 17] = [
+/// Reserved words that may not be identifiers.
+pub(crate) const RESERVED: [&str; 17] = [
     "as",
     "break",
     "const",
@@ -507,33 +508,29 @@ impl Parser {
         r
     }
     fn or(&mut self) -> PResult {
-        let mut chain = 0;
-        let mut l = self.and()?;
-        while self.is_op("||") {
-            let pos = self.pos();
-            self.bump();
-            chain += 1;
-            self.chain_check(chain)?;
-            let r = self.and()?;
-            l = Expr {
-                pos,
-                kind: Kind::Or(Box::new(l), Box::new(r)),
-            };
-        }
-        Ok(l)
+        self.logical("||", Self::and, Kind::Or)
     }
     fn and(&mut self) -> PResult {
+        self.logical("&&", Self::rel, Kind::And)
+    }
+    /// A left-associative chain of `op` over operands parsed by `next`.
+    fn logical(
+        &mut self,
+        op: &str,
+        next: fn(&mut Self) -> PResult,
+        node: fn(Box<Expr>, Box<Expr>) -> Kind,
+    ) -> PResult {
         let mut chain = 0;
-        let mut l = self.rel()?;
-        while self.is_op("&&") {
+        let mut l = next(self)?;
+        while self.is_op(op) {
             let pos = self.pos();
             self.bump();
             chain += 1;
             self.chain_check(chain)?;
-            let r = self.rel()?;
+            let r = next(self)?;
             l = Expr {
                 pos,
-                kind: Kind::And(Box::new(l), Box::new(r)),
+                kind: node(Box::new(l), Box::new(r)),
             };
         }
         Ok(l)

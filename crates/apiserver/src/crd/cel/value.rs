@@ -52,34 +52,16 @@ pub(crate) fn s(v: &str) -> Val {
 // Schema-aware conversion
 // ---------------------------------------------------------------------------
 
-pub(crate) const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+/// Whether `name` is a CEL keyword or reserved word (the parser's list plus the
+/// literals and `in`), which property names must escape.
+pub(crate) fn is_cel_reserved(name: &str) -> bool {
+    matches!(name, "true" | "false" | "null" | "in") || super::parse::RESERVED.contains(&name)
+}
 
 /// Escapes a property name the way `k8s.io/apiserver/pkg/cel.Escape` does;
 /// `None` when the name cannot be accessed from CEL.
 pub fn escape(name: &str) -> Option<String> {
-    if CEL_RESERVED.contains(&name) {
+    if is_cel_reserved(name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::new();
