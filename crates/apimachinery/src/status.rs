@@ -1,16 +1,19 @@
-//! Kubernetes `Status` errors.
+//! Kubernetes `Status` errors (`k8s.io/apimachinery/pkg/api/errors`).
 //!
-//! Every failure the server answers is an [`ApiError`], rendered as a `meta/v1` `Status`
-//! with the HTTP code, reason, message and details upstream kube-apiserver uses, so that
-//! clients (`kubectl`, client-go, the Python client) recognise it.
+//! Every failure an API server answers is an [`ApiError`], rendered as a `meta/v1`
+//! `Status` with the HTTP code, reason, message and details upstream kube-apiserver uses,
+//! so that clients (`kubectl`, client-go, the Python client) recognise it.
+
+use std::borrow::Cow;
 
 use serde_json::{json, Map, Value};
 
-/// One field-level cause of an error (`details.causes[]`).
+/// One field-level cause of an error (`details.causes[]`); validation builds them with
+/// [`crate::field`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cause {
     /// Machine-readable reason (`FieldValueInvalid`, `FieldValueRequired`, ...).
-    pub reason: String,
+    pub reason: Cow<'static, str>,
     /// Human-readable message.
     pub message: String,
     /// Field path (`spec.replicas`).
@@ -150,6 +153,17 @@ impl ApiError {
         )
     }
 
+    /// The same conflict naming the Kind instead of the resource, as upstream's delete
+    /// preconditions report it (`Operation cannot be fulfilled on Pod "x": ...`).
+    pub fn with_kind_name(mut self, kind: &str) -> Self {
+        let name = self.name.clone().unwrap_or_default();
+        if let Some(rest) = self.message.split_once(": ").map(|(_, r)| r.to_string()) {
+            self.message = format!("Operation cannot be fulfilled on {kind} \"{name}\": {rest}");
+        }
+        self.kind = Some(kind.to_string());
+        self
+    }
+
     /// 422 Invalid with causes: `Kind.group "name" is invalid: [...]`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let qk = qualify(kind, group);
@@ -220,7 +234,7 @@ impl ApiError {
             format!("Internal error occurred: {m}"),
         );
         e.causes.push(Cause {
-            reason: String::new(),
+            reason: Cow::Borrowed(""),
             message: m,
             field: String::new(),
         });

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::catalog::ResourceDef;
-use crate::status::{ApiError, ApiResult, Cause};
+use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// Apply upstream defaults for the kind: on create the decode-time defaults plus what
 /// upstream adds at creation (namespace finalizer, pod priority, ...), on update only the
@@ -56,8 +56,8 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
                 "FieldValueTooMany",
                 "FieldValueTypeInvalid",
             ];
-            if found.iter().any(|c| BLOCKING.contains(&c.reason)) {
-                found.push(crate::crd::gofmt::invalid(
+            if found.iter().any(|c| BLOCKING.contains(&c.reason.as_ref())) {
+                found.push(apimachinery::field::invalid(
                     "<nil>",
                     serde_json::Value::Null,
                     "some validation rules were not checked because the object was invalid; \
@@ -80,14 +80,7 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
             }
         }
     }
-    let causes: Vec<Cause> = found
-        .into_iter()
-        .map(|c| Cause {
-            reason: c.reason.to_string(),
-            message: c.message,
-            field: c.field,
-        })
-        .collect();
+    let causes: Vec<Cause> = found;
     if causes.is_empty() {
         return Ok(());
     }

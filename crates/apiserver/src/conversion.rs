@@ -33,6 +33,7 @@
 //! would print for absent non-pointer fields are only produced where a conversion creates
 //! the containing structure (annotation payloads, v1 HPA status replica counts).
 
+use apimachinery::gofmt::json_ordered as go_json;
 use serde_json::{Map, Value};
 
 /// Annotation holding the v2-only metric specs of an `autoscaling/v1` HPA.
@@ -323,24 +324,6 @@ fn cpu_utilization_status(utilization: Value) -> Value {
     metric.insert("type".into(), Value::String("Resource".into()));
     metric.insert("resource".into(), Value::Object(resource));
     Value::Object(metric)
-}
-
-/// Go's `json.Marshal` text for `v`: compact, with `<`, `>`, `&`, U+2028 and U+2029
-/// escaped (they can only occur inside strings, so replacing them is safe).
-fn go_json(v: &Value) -> String {
-    let s = serde_json::to_string(v).unwrap_or_default();
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Remove the round-trip annotations and add `add` (upstream

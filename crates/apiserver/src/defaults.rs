@@ -33,6 +33,7 @@
 //! Every function leaves alone a field whose JSON type is not what the Kubernetes schema
 //! expects: bad input is for validation to reject, never a reason to panic here.
 
+use apimachinery::quantity::{self, Quantity};
 use serde_json::{json, Map, Value};
 
 type Obj = Map<String, Value>;
@@ -1063,7 +1064,7 @@ fn qlist_get<'a>(l: &'a QList, name: &str) -> Option<&'a Quantity> {
 
 fn qlist_add(l: &mut QList, name: &str, q: Quantity) {
     match l.iter_mut().find(|(k, _)| k == name) {
-        Some((_, cur)) => *cur = cur.add(q),
+        Some((_, cur)) => *cur = *cur + q,
         None => l.push((name.to_string(), q)),
     }
 }
@@ -1072,7 +1073,7 @@ fn qlist_max(l: &mut QList, other: &QList) {
     for (name, q) in other {
         match l.iter_mut().find(|(k, _)| k == name) {
             Some((_, cur)) => {
-                if q.nanos > cur.nanos {
+                if q.nanos() > cur.nanos() {
                     *cur = *q;
                 }
             }
@@ -1086,7 +1087,7 @@ fn qlist_of(v: Option<&Value>) -> QList {
     let mut out = QList::new();
     if let Some(Value::Object(m)) = v {
         for (k, q) in m {
-            if let Some(q) = quantity_of(q) {
+            if let Some(q) = quantity::from_json(q) {
                 out.push((k.clone(), q));
             }
         }
@@ -1262,7 +1263,7 @@ fn pod_qos(spec: &Obj) -> &'static str {
         .filter(|r| has_supported_key(r.get("requests")) || has_supported_key(r.get("limits")));
     if let Some(res) = pod_level {
         for (k, q) in qlist_of(res.get("requests")) {
-            if qos_resource(&k) && q.nanos > 0 {
+            if qos_resource(&k) && q.nanos() > 0 {
                 requests.push((k, q));
             }
         }
@@ -1271,7 +1272,7 @@ fn pod_qos(spec: &Obj) -> &'static str {
             guaranteed = false;
         } else {
             for (k, q) in pod_limits {
-                if qos_resource(&k) && q.nanos > 0 {
+                if qos_resource(&k) && q.nanos() > 0 {
                     limits.push((k, q));
                 }
             }
@@ -1283,13 +1284,13 @@ fn pod_qos(spec: &Obj) -> &'static str {
         for key in ["containers", "initContainers"] {
             for c in containers(spec, key) {
                 for (k, q) in container_list(c, "requests") {
-                    if qos_resource(&k) && q.nanos > 0 {
+                    if qos_resource(&k) && q.nanos() > 0 {
                         qlist_add(&mut requests, &k, q);
                     }
                 }
                 let mut found = QList::new();
                 for (k, q) in container_list(c, "limits") {
-                    if qos_resource(&k) && q.nanos > 0 {
+                    if qos_resource(&k) && q.nanos() > 0 {
                         found.push((k.clone(), q));
                         qlist_add(&mut limits, &k, q);
                     }
@@ -1305,7 +1306,7 @@ fn pod_qos(spec: &Obj) -> &'static str {
     }
     if guaranteed {
         for (k, req) in &requests {
-            if qlist_get(&limits, k).is_none_or(|l| l.nanos != req.nanos) {
+            if qlist_get(&limits, k).is_none_or(|l| l.nanos() != req.nanos()) {
                 guaranteed = false;
                 break;
             }
@@ -1322,211 +1323,13 @@ fn pod_qos(spec: &Obj) -> &'static str {
 // Resource quantities
 // ---------------------------------------------------------------------------------------
 
-const NANO: i128 = 1_000_000_000;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum QFormat {
-    DecimalSi,
-    BinarySi,
-    DecimalExponent,
-}
-
-/// A resource quantity held in units of 10^-9, with the format its string used.
-#[derive(Clone, Copy, Debug)]
-struct Quantity {
-    nanos: i128,
-    format: QFormat,
-}
-
-impl Quantity {
-    fn add(self, other: Quantity) -> Quantity {
-        Quantity {
-            nanos: self.nanos + other.nanos,
-            format: if self.nanos == 0 {
-                other.format
-            } else {
-                self.format
-            },
-        }
-    }
-
-    /// Round away from zero to a multiple of 10^-3.
-    fn round_up_milli(self) -> Quantity {
-        let step = 1_000_000;
-        let rem = self.nanos % step;
-        let nanos = if rem == 0 {
-            self.nanos
-        } else {
-            self.nanos - rem + step * self.nanos.signum()
-        };
-        Quantity { nanos, ..self }
-    }
-
-    /// The canonical string Kubernetes serialises this quantity as.
-    fn canonical(self) -> String {
-        if self.nanos == 0 {
-            return "0".into();
-        }
-        let mut format = self.format;
-        if format == QFormat::BinarySi && (self.nanos.abs() < 1024 * NANO || self.nanos % NANO != 0)
-        {
-            format = QFormat::DecimalSi;
-        }
-        if format == QFormat::BinarySi {
-            let mut units = self.nanos / NANO;
-            let mut exp = 0;
-            while exp < 6 && units % 1024 == 0 {
-                units /= 1024;
-                exp += 1;
-            }
-            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][exp];
-            return format!("{units}{suffix}");
-        }
-        let mut mantissa = self.nanos;
-        let mut exp: i32 = -9;
-        while mantissa % 10 == 0 {
-            mantissa /= 10;
-            exp += 1;
-        }
-        match exp.rem_euclid(3) {
-            1 => {
-                mantissa *= 10;
-                exp -= 1;
-            }
-            2 => {
-                mantissa *= 100;
-                exp -= 2;
-            }
-            _ => {}
-        }
-        let suffix = match (format, exp) {
-            (_, 0) => String::new(),
-            (QFormat::DecimalSi, -9) => "n".into(),
-            (QFormat::DecimalSi, -6) => "u".into(),
-            (QFormat::DecimalSi, -3) => "m".into(),
-            (QFormat::DecimalSi, 3) => "k".into(),
-            (QFormat::DecimalSi, 6) => "M".into(),
-            (QFormat::DecimalSi, 9) => "G".into(),
-            (QFormat::DecimalSi, 12) => "T".into(),
-            (QFormat::DecimalSi, 15) => "P".into(),
-            (QFormat::DecimalSi, 18) => "E".into(),
-            (_, e) => format!("e{e}"),
-        };
-        format!("{mantissa}{suffix}")
-    }
-}
-
-fn pow10(n: u32) -> Option<i128> {
-    10i128.checked_pow(n)
-}
-
-/// Parse a Kubernetes quantity string (`"100m"`, `"1.5Gi"`, `"2e3"`, ...).
-fn parse_quantity(s: &str) -> Option<Quantity> {
-    let s = s.trim();
-    let b = s.as_bytes();
-    let mut pos = 0;
-    let mut negative = false;
-    match b.first()? {
-        b'-' => {
-            negative = true;
-            pos += 1;
-        }
-        b'+' => pos += 1,
-        _ => {}
-    }
-    let num_start = pos;
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    let num = &s[num_start..pos];
-    let mut denom = "";
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        let d_start = pos;
-        while pos < b.len() && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        denom = &s[d_start..pos];
-    }
-    if num.is_empty() && denom.is_empty() {
-        return None;
-    }
-    let suffix = &s[pos..];
-    let (base, exp, format): (u32, i32, QFormat) = match suffix {
-        "" => (10, 0, QFormat::DecimalSi),
-        "n" => (10, -9, QFormat::DecimalSi),
-        "u" => (10, -6, QFormat::DecimalSi),
-        "m" => (10, -3, QFormat::DecimalSi),
-        "k" => (10, 3, QFormat::DecimalSi),
-        "M" => (10, 6, QFormat::DecimalSi),
-        "G" => (10, 9, QFormat::DecimalSi),
-        "T" => (10, 12, QFormat::DecimalSi),
-        "P" => (10, 15, QFormat::DecimalSi),
-        "E" => (10, 18, QFormat::DecimalSi),
-        "Ki" => (2, 10, QFormat::BinarySi),
-        "Mi" => (2, 20, QFormat::BinarySi),
-        "Gi" => (2, 30, QFormat::BinarySi),
-        "Ti" => (2, 40, QFormat::BinarySi),
-        "Pi" => (2, 50, QFormat::BinarySi),
-        "Ei" => (2, 60, QFormat::BinarySi),
-        other => {
-            let rest = other.strip_prefix(['e', 'E'])?;
-            let digits = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            (10, rest.parse::<i32>().ok()?, QFormat::DecimalExponent)
-        }
-    };
-    let digits = format!("{num}{denom}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 36 {
-        return None;
-    }
-    let mut mantissa: i128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
-    let mut power: i64 = 9 - denom.len() as i64;
-    if base == 2 {
-        mantissa = mantissa.checked_mul(1i128.checked_shl(exp as u32)?)?;
-    } else {
-        power += i64::from(exp);
-    }
-    let nanos = if power >= 0 {
-        mantissa.checked_mul(pow10(u32::try_from(power).ok()?)?)?
-    } else {
-        let div = pow10(u32::try_from(-power).ok()?).unwrap_or(i128::MAX);
-        let q = mantissa / div;
-        if mantissa % div != 0 {
-            q + 1
-        } else {
-            q
-        }
-    };
-    Some(Quantity {
-        nanos: if negative { -nanos } else { nanos },
-        format,
-    })
-}
-
-/// A quantity from a JSON string or number.
-fn quantity_of(v: &Value) -> Option<Quantity> {
-    match v {
-        Value::String(s) => parse_quantity(s),
-        Value::Number(n) => parse_quantity(&n.to_string()),
-        _ => None,
-    }
-}
-
 /// Rewrite a resource list (`{name: quantity}`) under `key` in canonical form, rounding up
 /// to milli precision first when `round` is set (`SetDefaults_ResourceList`). Entries that
 /// do not parse are left for validation to reject.
 fn resource_list(m: &mut Obj, key: &str, round: bool) {
     if let Some(list) = child(m, key) {
         for (_, v) in list.iter_mut() {
-            if let Some(q) = quantity_of(v) {
+            if let Some(q) = quantity::from_json(v) {
                 let q = if round { q.round_up_milli() } else { q };
                 *v = Value::String(q.canonical());
             }
@@ -1537,7 +1340,7 @@ fn resource_list(m: &mut Obj, key: &str, round: bool) {
 /// Rewrite the single quantity under `key` in canonical form.
 fn canonical_quantity_at(m: &mut Obj, key: &str, round: bool) {
     if let Some(v) = m.get_mut(key) {
-        if let Some(q) = quantity_of(v) {
+        if let Some(q) = quantity::from_json(v) {
             let q = if round { q.round_up_milli() } else { q };
             *v = Value::String(q.canonical());
         }
@@ -2077,25 +1880,9 @@ fn resource_v1(kind: &str, o: &mut Obj) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn fixture_dir() -> PathBuf {
-        let rel = PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/reference/kube-apiserver-1.36/objects"
-        ));
-        if rel.is_dir() {
-            rel
-        } else {
-            PathBuf::from("/work/shared/reference/kube-apiserver-1.36/objects")
-        }
-    }
 
     fn fixture(name: &str) -> Value {
-        let path = fixture_dir().join(name);
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        serde_json::from_str(&text).expect("fixture is JSON")
+        crate::reference::fixture(&format!("objects/{name}"))
     }
 
     /// Drop what the server sets that defaulting does not.
@@ -2464,57 +2251,6 @@ mod tests {
         assert_eq!(v[10]["azureDisk"]["kind"], "Shared");
         assert_eq!(v[10]["azureDisk"]["fsType"], "ext4");
         assert_eq!(v[10]["azureDisk"]["readOnly"], false);
-    }
-
-    #[test]
-    fn quantities() {
-        for (input, want) in [
-            ("0.5", "500m"),
-            ("1000m", "1"),
-            ("1000", "1k"),
-            ("1024Mi", "1Gi"),
-            ("1.5Gi", "1536Mi"),
-            ("100Mi", "100Mi"),
-            ("1e3", "1e3"),
-            ("1E3", "1e3"),
-            ("129M", "129M"),
-            ("128974848", "128974848"),
-            ("0Mi", "0"),
-            ("512", "512"),
-            ("1536", "1536"),
-            ("2048", "2048"),
-            ("1Ki", "1Ki"),
-            ("0.5Ki", "512"),
-            ("1n", "1n"),
-            ("-250m", "-250m"),
-            ("12.5", "12500m"),
-        ] {
-            let q = parse_quantity(input).unwrap_or_else(|| panic!("parse {input}"));
-            assert_eq!(q.canonical(), want, "{input}");
-        }
-        assert_eq!(
-            parse_quantity("1n").unwrap().round_up_milli().canonical(),
-            "1m"
-        );
-        assert_eq!(
-            parse_quantity("100.5m")
-                .unwrap()
-                .round_up_milli()
-                .canonical(),
-            "101m"
-        );
-        for bad in ["", "abc", "1K", "1e", "1..5", "1.5.5", "--1", "1 Gi"] {
-            assert!(parse_quantity(bad).is_none(), "{bad}");
-        }
-        // Binary quantities that are not whole multiples fall back to decimal.
-        assert_eq!(parse_quantity("1.5Ki").unwrap().canonical(), "1536");
-        assert_eq!(
-            parse_quantity("2")
-                .unwrap()
-                .add(parse_quantity("500m").unwrap())
-                .canonical(),
-            "2500m"
-        );
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! selectors, checked against the values kept beside each stored object.
 
 use crate::catalog::ResourceDef;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::{ApiError, ApiResult};
 use crate::store::StoredObject;
+use apimachinery::selector::{FieldSelector, LabelSelector};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// A compiled LIST/WATCH filter.
 pub struct Filter {

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use crate::api::{error_response, Api, Reply, MAX_BODY};
 use crate::discovery;
 use crate::request::{route_in, Query, Route};
-use crate::status::ApiError;
+use apimachinery::status::ApiError;
 
 /// What the HTTP layer needs.
 pub struct HttpState {

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::status::{ApiError, ApiResult};
 use crate::strategic_merge::{apply_strategic_merge_patch, FieldPatchInfo, PatchSchema};
+use apimachinery::status::{ApiError, ApiResult};
 
 const MAP_PREFIX: &str = "map:";
 

@@ -382,23 +382,11 @@ pub fn all() -> &'static [(&'static str, &'static str, FieldMeta)] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     /// The recorded `/openapi/v3/<group-version>` documents of a real kube-apiserver 1.36.
     fn reference_dir() -> PathBuf {
-        let relative = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/reference/kube-apiserver-1.36/openapi-v3");
-        if relative.is_dir() {
-            return relative;
-        }
-        let absolute = PathBuf::from("/work/shared/reference/kube-apiserver-1.36/openapi-v3");
-        assert!(
-            absolute.is_dir(),
-            "reference OpenAPI documents not found at {} or {}",
-            relative.display(),
-            absolute.display()
-        );
-        absolute
+        crate::reference::dir("openapi-v3")
     }
 
     /// Strings of a JSON string or array-of-strings value.

@@ -565,7 +565,7 @@ fn single(
                     nanos = w.varint(&what())? as i64;
                 }
             }
-            Value::String(go_duration(nanos))
+            Value::String(apimachinery::duration::format(nanos))
         }
         (Ty::IntOrString, Wire::Bytes(b)) => int_or_string(b, what)?,
         (Ty::RawExtension | Ty::FieldsV1, Wire::Bytes(b)) => embedded_json(b, what)?,
@@ -670,7 +670,7 @@ fn time(b: &[u8], micro: bool, what: &dyn Fn() -> String) -> Result<Value, Strin
         i64::try_from(secs).map_err(|_| format!("protobuf: time out of range in {}", what()))?;
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = apimachinery::time::civil_from_days(days);
     if !(0..=9999).contains(&year) {
         return Err(format!("protobuf: year {year} out of range in {}", what()));
     }
@@ -680,58 +680,6 @@ fn time(b: &[u8], micro: bool, what: &dyn Fn() -> String) -> Result<Value, Strin
     } else {
         format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
     }))
-}
-
-/// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Go's `time.Duration.String()`, e.g. `1h2m3.5s`, `1.5ms`, `0s`.
-fn go_duration(nanos: i64) -> String {
-    let neg = nanos < 0;
-    let u = nanos.unsigned_abs();
-    let sign = if neg { "-" } else { "" };
-    let frac = |v: u64, prec: u32| -> String {
-        let digits = format!("{:0width$}", v % 10u64.pow(prec), width = prec as usize);
-        let digits = digits.trim_end_matches('0');
-        if digits.is_empty() {
-            String::new()
-        } else {
-            format!(".{digits}")
-        }
-    };
-    if u == 0 {
-        return "0s".to_string();
-    }
-    if u < 1_000_000_000 {
-        let (prec, unit) = match u {
-            0..=999 => (0, "ns"),
-            1_000..=999_999 => (3, "µs"),
-            _ => (6, "ms"),
-        };
-        let whole = u / 10u64.pow(prec);
-        return format!("{sign}{whole}{}{unit}", frac(u, prec));
-    }
-    let secs = u / 1_000_000_000;
-    let f = frac(u, 9);
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    if h > 0 {
-        format!("{sign}{h}h{m}m{s}{f}s")
-    } else if m > 0 {
-        format!("{sign}{m}m{s}{f}s")
-    } else {
-        format!("{sign}{s}{f}s")
-    }
 }
 
 #[cfg(test)]
@@ -1141,19 +1089,7 @@ mod tests {
     }
 
     #[test]
-    fn go_formats() {
-        assert_eq!(go_duration(0), "0s");
-        assert_eq!(go_duration(1), "1ns");
-        assert_eq!(go_duration(1_500), "1.5µs");
-        assert_eq!(go_duration(1_500_000), "1.5ms");
-        assert_eq!(go_duration(1_000_000_000), "1s");
-        assert_eq!(go_duration(90_500_000_000), "1m30.5s");
-        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
-        assert_eq!(go_duration(-3_723_000_000_000), "-1h2m3s");
-        assert_eq!(go_duration(i64::MIN), "-2562047h47m16.854775808s");
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-719_162), (1, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    fn go_zero_time_is_null() {
         let zero = Enc::new().varint(1, GO_ZERO_TIME_SECONDS as u64);
         assert_eq!(time(&zero.0, false, &String::new).unwrap(), Value::Null);
     }

@@ -5,7 +5,7 @@
 //! Option combinations upstream forbids are rejected here with upstream's messages.
 
 use crate::catalog::{Catalog, ResourceDef, Subresource};
-use crate::status::{ApiError, ApiResult, Cause};
+use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// What a resource URL names.
 #[derive(Debug)]

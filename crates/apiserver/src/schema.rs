@@ -252,28 +252,9 @@ fn resolve(schema: &Value) -> Option<&'static Value> {
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
-/// A `metav1.Time` (`micro`: `metav1.MicroTime`) as kube-apiserver stores it: decoded
-/// from RFC 3339 and printed in UTC, to the second (`2026-11-29T08:00:00Z`) or the
-/// microsecond (`2026-11-29T08:00:00.123456Z`), the fraction truncated. A value that is
-/// not RFC 3339 is left for validation to refuse.
-pub fn normalize_time(s: &mut String, micro: bool) {
-    let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) else {
-        return;
-    };
-    let t = t.with_timezone(&chrono::Utc);
-    let out = if micro {
-        t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-    } else {
-        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-    };
-    if *s != out {
-        *s = out;
-    }
-}
-
 /// Remove fields the schema of `definition_name` does not know from `value`; return their
 /// paths (`spec.foo`, `spec.containers[0].bar`) in document order. Times are written as
-/// the Go types print them ([`normalize_time`]).
+/// the Go types print them ([`apimachinery::time::normalize_time`]).
 pub fn prune_unknown(definition_name: &str, value: &mut Value) -> Vec<String> {
     let mut unknown = Vec::new();
     if let Some(def) = definition(definition_name) {
@@ -285,8 +266,8 @@ pub fn prune_unknown(definition_name: &str, value: &mut Value) -> Vec<String> {
 fn prune_with(schema: &Value, value: &mut Value, path: String, unknown: &mut Vec<String>) {
     if let Value::String(s) = value {
         match ref_name(schema) {
-            Some(TIME) => normalize_time(s, false),
-            Some(MICRO_TIME) => normalize_time(s, true),
+            Some(TIME) => apimachinery::time::normalize_time(s, false),
+            Some(MICRO_TIME) => apimachinery::time::normalize_time(s, true),
             _ => {}
         }
         return;

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::persist::{Committer, PersistOp};
-use crate::status::{ApiError, ApiResult};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Ordered table of one resource: key `namespace/name` (or `name`) → object.
 pub type Table = imbl::OrdMap<String, Arc<StoredObject>>;

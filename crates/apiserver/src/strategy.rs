@@ -29,18 +29,6 @@ pub fn uses_generation(def: &ResourceDef) -> bool {
         )
 }
 
-/// Current time in RFC 3339 with seconds precision (`metav1.Time`).
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-/// RFC 3339 time `secs` seconds from now.
-pub fn rfc3339_in(secs: i64) -> String {
-    (chrono::Utc::now() + chrono::Duration::seconds(secs))
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
 /// Upstream's alphabet for generated names (no vowels, no confusable characters).
 const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// Upstream keeps at most 58 characters of the prefix (63 - 5 random characters).
@@ -77,7 +65,10 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
     if let Some(m) = meta_mut(obj) {
         m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        m.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        m.insert(
+            "creationTimestamp".into(),
+            json!(apimachinery::time::now_rfc3339()),
+        );
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
         m.remove("selfLink");

@@ -123,7 +123,7 @@ impl Args {
 
 /// A Go `time.ParseDuration` string: `1h2m3.5s`, `300ms`, `0`.
 fn go_duration(s: &str) -> Result<Duration, String> {
-    coxswain_sim::behaviour::parse_duration(s).ok_or_else(|| format!("invalid duration {s:?}"))
+    apimachinery::duration::parse_std(s)
 }
 
 async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {

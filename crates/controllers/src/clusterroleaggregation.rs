@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::registry::{ControllerContext, Descriptor};
+use apimachinery::selector::{LabelSelector, SelectorError};
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::Change;
 use coxswain_runtime::client::{Client, ListOptions};
@@ -31,7 +32,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::handler::EventHandler;
 use coxswain_runtime::manager::{Manager, Runnable};
-use coxswain_runtime::selector::{LabelSelector, SelectorError};
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 
@@ -133,7 +133,7 @@ impl EventHandler<ClusterRole> for EnqueueAggregators {
                 **agg != name
                     && selectors
                         .iter()
-                        .any(|s| label_sets.iter().any(|l| s.matches(l)))
+                        .any(|s| label_sets.iter().any(|l| s.matches_labels(l)))
             })
             .map(|(agg, _)| ObjectKey::cluster(agg))
             .collect();
@@ -181,7 +181,7 @@ pub fn aggregate(
         let mut matched: Vec<&ClusterRole> = all
             .iter()
             .map(Arc::as_ref)
-            .filter(|r| selector.matches(r.metadata.labels.as_ref().unwrap_or(&empty)))
+            .filter(|r| selector.matches_labels(r.metadata.labels.as_ref().unwrap_or(&empty)))
             .collect();
         matched.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         for other in matched {

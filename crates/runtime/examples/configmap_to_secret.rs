@@ -69,8 +69,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..ManagerOptions::default()
     };
     let mgr = Manager::try_default(options).await?;
-    let selector =
-        coxswain_runtime::selector::LabelSelector::from_match_labels([("mirror", "secret")]);
+    let selector = coxswain_runtime::apimachinery::selector::LabelSelector::from_match_labels([(
+        "mirror", "secret",
+    )]);
     let cache = mgr.cache().clone();
     let controller = ControllerBuilder::new(mgr.cache())
         .named("configmap-to-secret")

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::cache::{Cache, CachedKind};
 use crate::object::ObjectKey;
-use crate::selector::LabelSelector;
+use apimachinery::selector::LabelSelector;
 
 /// Errors of the client.
 pub type Error = kube::Error;
@@ -156,7 +156,7 @@ impl Client {
         let label_ok = |o: &K| {
             opts.labels
                 .as_ref()
-                .is_none_or(|s| s.matches(o.meta().labels.as_ref().unwrap_or(&empty)))
+                .is_none_or(|s| s.matches_labels(o.meta().labels.as_ref().unwrap_or(&empty)))
         };
         let ns_ok = |o: &K| {
             opts.namespace

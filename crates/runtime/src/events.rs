@@ -758,27 +758,11 @@ fn floor_char_boundary(s: &str, max: usize) -> usize {
 /// (client-go falls back to a UUID; the suffix is unique in this process already).
 fn event_name(regarding_name: &str, suffix: u64) -> String {
     let name = format!("{regarding_name}.{suffix:x}");
-    if is_dns_subdomain(&name) {
+    if apimachinery::names::is_dns1123_subdomain(&name).is_empty() {
         name
     } else {
         format!("event.{suffix:x}")
     }
-}
-
-/// RFC 1123 subdomain: at most 253 characters, dot-separated labels of lowercase
-/// alphanumerics and `-`, each starting and ending alphanumeric.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let bytes = label.as_bytes();
-            let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-            match (bytes.first(), bytes.last()) {
-                (Some(first), Some(last)) => {
-                    alnum(first) && alnum(last) && bytes.iter().all(|b| alnum(b) || *b == b'-')
-                }
-                _ => false,
-            }
-        })
 }
 
 #[cfg(test)]

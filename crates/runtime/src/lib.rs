@@ -2,9 +2,10 @@
 //!
 //! Start with [`cache::Cache`]: one shared informer per kind feeds an indexed store
 //! that every reader and controller in the process shares. The workqueue, controllers,
-//! builder and manager build on it (see `../shared/DESIGN.md` for the whole picture).
-//! With the `envtest` feature, the `envtest` module starts the embedded API server in-process
-//! for tests.
+//! builder and manager build on it (see `ARCHITECTURE.md` at the repository root for the
+//! whole picture). With the `envtest` feature, the `envtest` module starts the embedded API
+//! server in-process for tests. Label selectors, field errors, quantities and Go durations
+//! come from [`apimachinery`], re-exported here.
 
 #![warn(missing_docs)]
 
@@ -22,8 +23,8 @@ pub mod manager;
 pub mod metrics;
 pub mod object;
 pub mod predicate;
-pub mod selector;
 pub mod webhook;
 pub mod workqueue;
 
+pub use apimachinery;
 pub use object::ObjectKey;

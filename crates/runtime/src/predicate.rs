@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kube::Resource;
 
 use crate::cache::Change;
-use crate::selector::LabelSelector;
+use apimachinery::selector::LabelSelector;
 
 /// Decides whether a change is interesting.
 pub trait Predicate<K>: Send + Sync {
@@ -70,7 +70,7 @@ pub fn label_selector<K: Resource>(selector: LabelSelector) -> impl Predicate<K>
             Change::Updated { new, .. } => new,
         };
         let empty = BTreeMap::new();
-        selector.matches(obj.meta().labels.as_ref().unwrap_or(&empty))
+        selector.matches_labels(obj.meta().labels.as_ref().unwrap_or(&empty))
     }
 }
 

@@ -48,42 +48,6 @@ pub struct Behaviour {
     pub exit: Option<Exit>,
 }
 
-/// Parse a Go duration (`"300ms"`, `"1.5h"`, `"2m30s"`; units ns, us, µs, ms, s, m, h;
-/// `"0"` alone needs no unit). Negative durations are refused.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let mut rest = s.strip_prefix('+').unwrap_or(s);
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[u..];
-        total += number * scale;
-    }
-    Duration::try_from_secs_f64(total).ok()
-}
-
 fn flag(value: &str) -> Result<bool, String> {
     match value.trim() {
         "true" => Ok(true),
@@ -93,8 +57,8 @@ fn flag(value: &str) -> Result<bool, String> {
 }
 
 fn duration(value: &str) -> Result<Duration, String> {
-    parse_duration(value)
-        .ok_or_else(|| format!("want a duration such as \"5s\" or \"1m30s\", got {value:?}"))
+    apimachinery::duration::parse_std(value)
+        .map_err(|_| format!("want a duration such as \"5s\" or \"1m30s\", got {value:?}"))
 }
 
 /// Whether the pod is controlled by a Job (an owner reference of kind Job in
@@ -141,12 +105,15 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
         )),
         Err(_) => Err(format!("want a non-zero exit code, got {v:?}")),
     };
-    let ready_after = get(READY_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let ready_after =
+        get(READY_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
     let never_ready = get(NEVER_READY, &flg).is_some_and(|v| v.trim() == "true");
-    let start_after = get(START_AFTER, &dur).and_then(|v| parse_duration(&v));
-    let complete_after = get(COMPLETE_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let start_after =
+        get(START_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
+    let complete_after =
+        get(COMPLETE_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
     let fail = get(FAIL, &code).and_then(|v| v.trim().parse::<i32>().ok());
-    let fail_after = get(FAIL_AFTER, &dur).and_then(|v| parse_duration(&v));
+    let fail_after = get(FAIL_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
     let crash_loop = get(CRASH_LOOP, &flg).is_some_and(|v| v.trim() == "true");
     let run = fail_after.unwrap_or(defaults.run_duration);
     let exit = if let Some(code) = fail {
@@ -197,26 +164,6 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
-    #[test]
-    fn go_durations() {
-        let ok = [
-            ("0", 0.0),
-            ("5s", 5.0),
-            ("300ms", 0.3),
-            ("1.5h", 5400.0),
-            ("2m30s", 150.0),
-            ("1h2m3s4ms", 3723.004),
-            ("10us", 0.00001),
-        ];
-        for (s, secs) in ok {
-            let d = parse_duration(s).unwrap_or_else(|| panic!("{s} parses"));
-            assert!((d.as_secs_f64() - secs).abs() < 1e-9, "{s}");
-        }
-        for bad in ["", "5", "-1s", "5x", "s", "1..2s", "abc"] {
-            assert_eq!(parse_duration(bad), None, "{bad}");
-        }
-    }
 
     fn pod(ann: &[(&str, &str)]) -> Pod {
         let mut p = Pod::default();

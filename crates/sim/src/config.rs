@@ -142,14 +142,6 @@ impl Default for SimConfig {
     }
 }
 
-fn dns_label_ok(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
-}
-
 impl SimConfig {
     /// The name of configured node `i`.
     pub fn node_name(&self, i: usize) -> String {
@@ -171,7 +163,9 @@ impl SimConfig {
     /// Check the configuration; the error names the first bad field.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
-        if self.nodes > 0 && !dns_label_ok(&self.node_name(0)) {
+        if self.nodes > 0
+            && !apimachinery::names::is_dns1123_subdomain(&self.node_name(0)).is_empty()
+        {
             return bad(format!(
                 "node_name_prefix {:?} does not make valid node names",
                 self.node_name_prefix

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, PodSpec, Taint, Toleration};
 
-use crate::resources::{parse_milli, PodRequests, Resources};
+use crate::resources::{PodRequests, Resources};
+use apimachinery::quantity::parse_milli;
 
 /// Reason of `NodeUnschedulable`.
 pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::SimConfig;
 use crate::ipam::{node_cidr, nth_address, parse_cidr};
 use crate::podstatus::digest;
-use crate::resources::parse_milli;
+use apimachinery::quantity::parse_milli;
 
 /// Namespace of the node Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";

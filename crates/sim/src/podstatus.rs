@@ -67,25 +67,6 @@ pub fn remaining(since: Timestamp, d: Duration, now: Timestamp) -> Option<Durati
     (left > 0).then(|| Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX)))
 }
 
-/// Go's `time.Duration.String()` for the durations the back-off uses.
-pub fn go_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs = d.as_secs_f64();
-    let (h, rest) = ((secs / 3600.0).floor(), secs % 3600.0);
-    let (m, s) = ((rest / 60.0).floor(), rest % 60.0);
-    let s = format!("{s}s");
-    if h > 0.0 {
-        format!("{h}h{m}m{s}")
-    } else if m > 0.0 {
-        format!("{m}m{s}")
-    } else {
-        s
-    }
-}
-
 /// Crash-loop back-off before restart number `restarts + 1`.
 pub fn backoff(env: &Env, restarts: i32) -> Duration {
     let factor = 2u32.saturating_pow(u32::try_from(restarts.max(0)).unwrap_or(0).min(31));
@@ -293,7 +274,7 @@ impl PodCtx<'_> {
                     reason: Some("CrashLoopBackOff".into()),
                     message: Some(format!(
                         "back-off {} restarting failed container={} pod={}_{}({})",
-                        go_duration(wait),
+                        apimachinery::duration::format_std(wait),
                         c.name,
                         meta.name.as_deref().unwrap_or(""),
                         meta.namespace.as_deref().unwrap_or(""),

@@ -349,10 +349,6 @@ fn readiness_gates_hold_ready() {
 
 #[test]
 fn helpers() {
-    assert_eq!(go_duration(Duration::from_secs(10)), "10s");
-    assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
-    assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
-    assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
     assert_eq!(
         image_id("quay.io/org/app:v1").split('@').next(),
         Some("quay.io/org/app")

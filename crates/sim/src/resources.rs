@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::quantity::parse_milli;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -18,73 +19,6 @@ pub(crate) const DEFAULT_MILLI_CPU: i128 = 100;
 /// memory assumed for a container without a memory request when scoring (upstream
 /// `DefaultMemoryRequest`, 200 MiB), in milli-bytes.
 pub(crate) const DEFAULT_MEMORY_MILLI: i128 = 200 * 1024 * 1024 * 1000;
-
-/// Parse a Kubernetes quantity into milli-units (rounded up); `None` when malformed.
-pub fn parse_milli(s: &str) -> Option<i128> {
-    let s = s.trim();
-    let (negative, body) = match s.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let num_end = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
-    let (number, suffix) = body.split_at(num_end);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-        return None;
-    }
-    // mantissa as an integer and the number of fractional digits
-    let mut mantissa: i128 = 0;
-    let mut frac_digits: u32 = 0;
-    let mut seen_dot = false;
-    for c in number.chars() {
-        if c == '.' {
-            seen_dot = true;
-            continue;
-        }
-        mantissa = mantissa
-            .checked_mul(10)?
-            .checked_add(i128::from(c.to_digit(10)?))?;
-        if seen_dot {
-            frac_digits += 1;
-        }
-    }
-    // value = mantissa * num / den, in milli-units
-    let (num, den): (i128, i128) = match suffix {
-        "Ki" => (1i128 << 10, 1),
-        "Mi" => (1i128 << 20, 1),
-        "Gi" => (1i128 << 30, 1),
-        "Ti" => (1i128 << 40, 1),
-        "Pi" => (1i128 << 50, 1),
-        "Ei" => (1i128 << 60, 1),
-        "n" => (1, 1_000_000_000),
-        "u" => (1, 1_000_000),
-        "m" => (1, 1_000),
-        "" => (1, 1),
-        "k" => (1_000, 1),
-        "M" => (1_000_000, 1),
-        "G" => (1_000_000_000, 1),
-        "T" => (1_000_000_000_000, 1),
-        "P" => (1_000_000_000_000_000, 1),
-        "E" => (1_000_000_000_000_000_000, 1),
-        exp if exp.starts_with(['e', 'E']) => {
-            let e: i32 = exp[1..].parse().ok()?;
-            if !(-30..=30).contains(&e) {
-                return None;
-            }
-            if e >= 0 {
-                (10i128.checked_pow(e.unsigned_abs())?, 1)
-            } else {
-                (1, 10i128.checked_pow(e.unsigned_abs())?)
-            }
-        }
-        _ => return None,
-    };
-    let den = den.checked_mul(10i128.checked_pow(frac_digits)?)?;
-    let scaled = mantissa.checked_mul(num)?.checked_mul(1000)?;
-    let milli = scaled.checked_add(den - 1)? / den; // round up
-    Some(if negative { -milli } else { milli })
-}
 
 /// A set of resource amounts in milli-units, by resource name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -238,31 +172,6 @@ impl PodRequests {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ResourceRequirements;
-
-    #[test]
-    fn quantities_parse_like_upstream() {
-        let cases = [
-            ("1", Some(1000)),
-            ("100m", Some(100)),
-            ("0.5", Some(500)),
-            ("1.5k", Some(1_500_000)),
-            ("1Ki", Some(1_024_000)),
-            ("256Gi", Some(256 * (1i128 << 30) * 1000)),
-            ("1e3", Some(1_000_000)),
-            ("1E-3", Some(1)),
-            ("1n", Some(1)), // rounded up
-            ("110", Some(110_000)),
-            ("-2", Some(-2000)),
-            ("", None),
-            ("abc", None),
-            ("1.2.3", None),
-            ("5Xi", None),
-            ("1e999", None),
-        ];
-        for (s, want) in cases {
-            assert_eq!(parse_milli(s), want, "{s}");
-        }
-    }
 
     fn container(name: &str, cpu: Option<&str>, mem: Option<&str>) -> Container {
         let mut req = BTreeMap::new();

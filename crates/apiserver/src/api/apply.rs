@@ -8,7 +8,7 @@ use super::write::{ensure_name_matches, normalise, Decoded};
 use super::{managed, Api, Reply};
 use crate::catalog::Subresource;
 use crate::request::{Query, Target};
-use crate::status::{ApiError, ApiResult};
+use apimachinery::status::{ApiError, ApiResult};
 
 impl Api {
     pub(super) async fn server_side_apply(

@@ -6,9 +6,9 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::catalog::{Catalog, ResourceDef};
-use crate::status::{ApiError, ApiResult};
 use crate::store::StoredObject;
 use crate::table::{TableOptions, Tabulator};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// How objects are rendered in a response, negotiated from `Accept`
 /// ([`super::negotiate`]).

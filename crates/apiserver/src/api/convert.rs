@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{Api, PatchBody, Reply, MAX_BODY};
 use crate::catalog::{ResourceDef, Subresource};
 use crate::request::{Query, Target};
-use crate::status::{ApiError, ApiResult};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// The webhook configuration and storage definition when `target` needs the webhook.
 pub(super) fn webhook_route(target: &Target) -> Option<(&'static Value, &'static ResourceDef)> {

@@ -11,9 +11,9 @@ use super::{Api, Reply};
 use crate::catalog::ResourceDef;
 use crate::filter::Filter;
 use crate::request::{ListOptions, Query, Target};
-use crate::status::{success_status, ApiError, ApiResult};
 use crate::store::{object_key, EventType, StoredObject, WriteAction};
 use crate::strategy;
+use apimachinery::status::{success_status, ApiError, ApiResult};
 
 /// Parsed `DeleteOptions` (body and query).
 #[derive(Debug, Default)]
@@ -68,7 +68,7 @@ fn parse_options(query: &Query, body: &Bytes) -> ApiResult<DeleteOptions> {
                 "meta.k8s.io",
                 "DeleteOptions",
                 "",
-                vec![crate::status::Cause {
+                vec![apimachinery::status::Cause {
                     reason: "FieldValueNotSupported".into(),
                     message: format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
                     field: "propagationPolicy".into(),
@@ -139,7 +139,10 @@ fn decide(
             return Ok(WriteAction::Unchanged(Arc::clone(current)));
         }
         if let Some(m) = strategy::meta_mut(&mut obj) {
-            m.insert("deletionTimestamp".into(), json!(strategy::now_rfc3339()));
+            m.insert(
+                "deletionTimestamp".into(),
+                json!(apimachinery::time::now_rfc3339()),
+            );
             m.insert("deletionGracePeriodSeconds".into(), json!(0));
         }
         // upstream's namespace Delete sets the propagation finalizers too
@@ -173,7 +176,7 @@ fn decide(
             true,
             "InstanceDeletionPending",
             "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-            &strategy::now_rfc3339(),
+            &apimachinery::time::now_rfc3339(),
         );
         if !obj["status"].is_object() {
             obj["status"] = json!({});
@@ -223,13 +226,19 @@ fn decide(
                 // a second delete may shorten the grace period, never extend it
                 let existing = m.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
                 if existing.is_none_or(|e| g < e) {
-                    m.insert("deletionTimestamp".into(), json!(strategy::rfc3339_in(g)));
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        json!(apimachinery::time::rfc3339_in(g)),
+                    );
                     m.insert("deletionGracePeriodSeconds".into(), json!(g));
                 }
             }
             None => {
                 if !already_deleting {
-                    m.insert("deletionTimestamp".into(), json!(strategy::now_rfc3339()));
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        json!(apimachinery::time::now_rfc3339()),
+                    );
                     m.insert("deletionGracePeriodSeconds".into(), json!(0));
                 }
             }
@@ -246,18 +255,6 @@ fn decide(
         return Ok(WriteAction::Unchanged(Arc::clone(current)));
     }
     Ok(WriteAction::Put(obj))
-}
-
-impl ApiError {
-    /// Upstream names the Kind (not the resource) in precondition conflicts.
-    fn with_kind_name(mut self, kind: &str) -> Self {
-        let name = self.name.clone().unwrap_or_default();
-        if let Some(rest) = self.message.split_once(": ").map(|(_, r)| r.to_string()) {
-            self.message = format!("Operation cannot be fulfilled on {kind} \"{name}\": {rest}");
-        }
-        self.kind = Some(kind.to_string());
-        self
-    }
 }
 
 impl Api {

@@ -11,7 +11,7 @@ use crate::schema::REF_PREFIX;
 use crate::ssa::fieldpath::{field_path, Set};
 use crate::ssa::schema::AtomCache;
 use crate::ssa::{ApplyError, Operation, Schema};
-use crate::status::{ApiError, ApiResult, Cause};
+use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// The schema field management reads for `def`.
 fn schema_root(def: &ResourceDef) -> std::borrow::Cow<'static, Value> {
@@ -134,7 +134,7 @@ pub fn record_update(
     }
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
-    let time = crate::strategy::now_rfc3339();
+    let time = apimachinery::time::now_rfc3339();
     let empty = crate::ssa::empty::empty_object(def.group, def.version, def.kind);
     let op = operation(
         def,
@@ -175,7 +175,7 @@ pub fn apply(
     }
     let reset = reset_fields(def, sub);
     let api_version = def.api_version();
-    let time = crate::strategy::now_rfc3339();
+    let time = apimachinery::time::now_rfc3339();
     let empty = crate::ssa::empty::empty_object(def.group, def.version, def.kind);
     let op = operation(
         def,
@@ -264,7 +264,7 @@ fn apply_error(e: &ApplyError) -> ApiError {
         .causes()
         .into_iter()
         .map(|c| Cause {
-            reason: c.cause_type.to_string(),
+            reason: c.cause_type.to_string().into(),
             message: c.message,
             field: c.field,
         })

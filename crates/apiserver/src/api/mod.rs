@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use crate::catalog::Subresource;
 use crate::request::{Query, Route, Target};
-use crate::status::{ApiError, ApiResult};
 use crate::store::Store;
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Largest request body accepted (upstream: 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;

@@ -5,8 +5,8 @@
 //! `v1`/`v1beta1`). The first clause the server can serve wins; when none can, the
 //! request fails with 406 `NotAcceptable`.
 
-use crate::status::{ApiError, ApiResult};
 use crate::table::{MetaVersion, TableOptions};
+use apimachinery::status::{ApiError, ApiResult};
 
 use super::codec::Rendering;
 

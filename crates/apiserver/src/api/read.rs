@@ -14,9 +14,9 @@ use crate::catalog::ResourceDef;
 use crate::catalog::Subresource;
 use crate::filter::Filter;
 use crate::request::{ListOptions, Query, RvMatch, Target};
-use crate::status::{ApiError, ApiResult};
 use crate::store::{object_key, Snapshot, StoredObject};
 use crate::table::Tabulator;
+use apimachinery::status::{ApiError, ApiResult};
 
 impl Api {
     /// The stored object for a target, or 404.
@@ -233,7 +233,7 @@ pub fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
 /// A label selector (metav1 form or RC map form) as a selector string.
 fn selector_string(sel: &Value) -> String {
     if sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some() {
-        match crate::selector::LabelSelector::from_label_selector_json(sel) {
+        match apimachinery::selector::LabelSelector::from_label_selector_json(sel) {
             Ok(s) => s.to_string(),
             Err(_) => String::new(),
         }

@@ -23,9 +23,9 @@ use tokio_stream::StreamExt;
 use super::{Api, Reply};
 use crate::filter::Filter;
 use crate::request::{ListOptions, Target};
-use crate::status::{ApiError, ApiResult};
 use crate::store::{Event, EventType, Store, StoredObject};
 use crate::table::Tabulator;
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Default watch duration when the client gives no timeout (upstream: 30 to 60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);

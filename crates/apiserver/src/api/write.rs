@@ -11,9 +11,9 @@ use super::{content_type, decode_body, Api, Reply};
 use crate::admission;
 use crate::catalog::{ResourceDef, Subresource};
 use crate::request::{FieldValidation, Query, Target, WriteOptions};
-use crate::status::{ApiError, ApiResult};
 use crate::store::{object_key, StoredObject, View, WriteAction};
 use crate::strategy;
+use apimachinery::status::{ApiError, ApiResult};
 
 /// The service CIDR cluster IPs come from (upstream default 10.96.0.0/12).
 const SERVICE_CIDR_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
@@ -176,7 +176,7 @@ fn check_namespace(
         if !def.group.is_empty() {
             e.group = Some(def.group.to_string());
         }
-        e.causes.push(crate::status::Cause {
+        e.causes.push(apimachinery::status::Cause {
             reason: "NamespaceTerminating".into(),
             message: format!("namespace {ns} is being terminated"),
             field: "metadata.namespace".into(),
@@ -241,7 +241,7 @@ fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
                 "",
                 "Service",
                 strategy::meta_str(obj, "name").unwrap_or(""),
-                vec![crate::status::Cause {
+                vec![apimachinery::status::Cause {
                     reason: "FieldValueInvalid".into(),
                     message: format!("Invalid value: [\"{given}\"]: failed to allocate IP {given}: provided IP is already allocated"),
                     field: "spec.clusterIPs".into(),
@@ -308,7 +308,7 @@ impl Api {
                 def.group,
                 def.kind,
                 "",
-                vec![crate::status::Cause {
+                vec![apimachinery::status::Cause {
                     reason: "FieldValueRequired".into(),
                     message: "Required value: name or generateName is required".into(),
                     field: "metadata.name".into(),
@@ -541,7 +541,7 @@ impl Api {
             .unwrap_or("");
         let mut causes = Vec::new();
         if !kind.is_empty() && kind != "Node" {
-            causes.push(crate::status::Cause {
+            causes.push(apimachinery::status::Cause {
                 reason: "FieldValueNotSupported".into(),
                 message: format!(
                     "Unsupported value: {}: supported values: \"Node\", \"<empty>\"",
@@ -551,7 +551,7 @@ impl Api {
             });
         }
         if node.is_empty() {
-            causes.push(crate::status::Cause {
+            causes.push(apimachinery::status::Cause {
                 reason: "FieldValueRequired".into(),
                 message: "Required value".into(),
                 field: "target.name".into(),
@@ -730,7 +730,7 @@ fn scale_replicas(scale: &Value, name: &str) -> ApiResult<i64> {
             "autoscaling",
             "Scale",
             name,
-            vec![crate::status::Cause {
+            vec![apimachinery::status::Cause {
                 reason: "FieldValueInvalid".into(),
                 message: format!("Invalid value: {r}: must be greater than or equal to 0"),
                 field: "spec.replicas".into(),
@@ -762,7 +762,7 @@ fn set_pod_scheduled(pod: &mut Value) {
     if !conditions.is_array() {
         *conditions = json!([]);
     }
-    let now = strategy::now_rfc3339();
+    let now = apimachinery::time::now_rfc3339();
     if let Some(list) = conditions.as_array_mut() {
         match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
             Some(c) if c["status"] == "True" => {}

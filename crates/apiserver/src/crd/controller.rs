@@ -14,8 +14,7 @@ use super::{CLEANUP_FINALIZER, CRD_RESOURCE};
 use crate::api::Api;
 use crate::catalog::{Catalog, ResourceDef, Subresource};
 use crate::request::{Target, WriteOptions};
-use crate::status::ApiResult;
-use crate::strategy;
+use apimachinery::status::ApiResult;
 
 fn crd_def() -> Option<&'static ResourceDef> {
     Catalog::builtin().lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -39,7 +38,7 @@ impl Api {
         for _ in 0..4 {
             let crds = self.stored_crds();
             self.crds.sync(crds.iter());
-            let now = strategy::now_rfc3339();
+            let now = apimachinery::time::now_rfc3339();
             let mut wrote = false;
             for crd in &crds {
                 let name = crd
@@ -194,7 +193,7 @@ impl Api {
         let Some(target) = crd_target(name, Some(Subresource::Status)) else {
             return Ok(());
         };
-        let now = strategy::now_rfc3339();
+        let now = apimachinery::time::now_rfc3339();
         self.apply_update(&target, &server_writes(), None, |old| {
             let mut new = old.clone();
             if !new["status"].is_object() {

@@ -6,10 +6,11 @@
 //! `spec.validation`, `spec.subresources` and `spec.additionalPrinterColumns`, and
 //! internal field names are used (`webhookClientConfig`, `JSONPath`).
 
-use crate::crd::gofmt::{self, child, index, is_dns1035_label, is_dns1123_subdomain, key};
 use crate::crd::structural_schema;
 use crate::crd::validator::S;
-use crate::validation::FieldCause;
+use apimachinery::field::Cause;
+use apimachinery::field::{self, child, index, key};
+use apimachinery::names::{is_dns1035_label, is_dns1123_subdomain};
 use serde_json::{Map, Value};
 
 fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
@@ -37,10 +38,10 @@ fn strs(v: Option<&Value>) -> Vec<String> {
 
 /// Whether a schema is structural; returns the causes upstream reports when it is not
 /// (`path` is the `openAPIV3Schema` path, e.g. `spec.validation.openAPIV3Schema`).
-pub fn structural_errors(schema: &Value, path: &str) -> Vec<FieldCause> {
+pub fn structural_errors(schema: &Value, path: &str) -> Vec<Cause> {
     match S::new(schema) {
         Some(s) => structural_schema::validate_structural(s, path),
-        None => vec![gofmt::required(
+        None => vec![field::required(
             &child(path, "type"),
             "must not be empty at the root",
         )],
@@ -55,7 +56,7 @@ struct Ctx {
 }
 
 /// Validate an apiextensions.k8s.io/v1 CustomResourceDefinition (already defaulted). `old` is the stored object on update.
-pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut errs = vec![];
     let spec = get(crd, &["spec"])
         .cloned()
@@ -66,7 +67,7 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     if old.is_none() {
         let name = gstr(crd, &["metadata", "name"]);
         if name.is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 "metadata.name",
                 "name or generateName is required",
             ));
@@ -76,12 +77,12 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
                 msgs.push(r#"must be spec.names.plural+"."+spec.group"#.to_string());
             }
             for m in msgs {
-                errs.push(gofmt::invalid("metadata.name", name, &m));
+                errs.push(field::invalid("metadata.name", name, &m));
             }
         }
     }
     if !gstr(crd, &["metadata", "namespace"]).is_empty() {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             "metadata.namespace",
             "not allowed on this type",
         ));
@@ -109,10 +110,10 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
         let established = arr(get(o, &["status", "conditions"]))
             .iter()
             .any(|c| gstr(c, &["type"]) == "Established" && gstr(c, &["status"]) == "True");
-        let immutable = |errs: &mut Vec<FieldCause>, path: &[&str], f: &str| {
+        let immutable = |errs: &mut Vec<Cause>, path: &[&str], f: &str| {
             let (n, p) = (gstr(&spec, path), gstr(o, &[&["spec"], path].concat()));
             if n != p {
-                errs.push(gofmt::invalid(f, n, "field is immutable"));
+                errs.push(field::invalid(f, n, "field is immutable"));
             }
         };
         if established {
@@ -132,7 +133,7 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
         .and_then(Value::as_bool)
         == Some(true);
     if puf && !old_puf {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             "spec.preserveUnknownFields",
             true,
             "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
@@ -197,12 +198,12 @@ fn has_non_atomic_set(s: S<'_>) -> bool {
     }
 }
 
-fn stored_versions(crd: &Value, spec: &Value, errs: &mut Vec<FieldCause>) {
+fn stored_versions(crd: &Value, spec: &Value, errs: &mut Vec<Cause>) {
     let path = "status.storedVersions";
     let sv = strs(get(crd, &["status", "storedVersions"]));
     let bad: Value = Value::Array(sv.iter().map(|s| Value::String(s.clone())).collect());
     if sv.is_empty() {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             path,
             bad,
             "must have at least one stored version",
@@ -218,7 +219,7 @@ fn stored_versions(crd: &Value, spec: &Value, errs: &mut Vec<FieldCause>) {
         let name = gstr(v, &["name"]);
         let found = remaining.iter().any(|(_, x)| x.as_str() == name);
         if get(v, &["storage"]).and_then(Value::as_bool) == Some(true) && !found {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 path,
                 bad.clone(),
                 &format!("must have the storage version {name}"),
@@ -228,7 +229,7 @@ fn stored_versions(crd: &Value, spec: &Value, errs: &mut Vec<FieldCause>) {
     }
     remaining.sort();
     for (i, v) in remaining {
-        errs.push(gofmt::invalid(&index(path, i), v.as_str(), &format!("missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions")));
+        errs.push(field::invalid(&index(path, i), v.as_str(), &format!("missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions")));
     }
 }
 
@@ -251,17 +252,17 @@ fn spec_errors(
     ctx: &Ctx,
     require_openapi: bool,
     require_review_version: bool,
-    errs: &mut Vec<FieldCause>,
+    errs: &mut Vec<Cause>,
 ) {
     let group = gstr(spec, &["group"]);
     if group.is_empty() {
-        errs.push(gofmt::required("spec.group", ""));
+        errs.push(field::required("spec.group", ""));
     } else {
         let e = is_dns1123_subdomain(group);
         if !e.is_empty() {
-            errs.push(gofmt::invalid("spec.group", group, &e.join(",")));
+            errs.push(field::invalid("spec.group", group, &e.join(",")));
         } else if group.split('.').count() < 2 {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 "spec.group",
                 group,
                 "should be a domain with at least one dot",
@@ -269,9 +270,9 @@ fn spec_errors(
         }
     }
     match gstr(spec, &["scope"]) {
-        "" => errs.push(gofmt::required("spec.scope", "")),
+        "" => errs.push(field::required("spec.scope", "")),
         "Cluster" | "Namespaced" => {}
-        s => errs.push(gofmt::not_supported(
+        s => errs.push(field::not_supported(
             "spec.scope",
             s,
             &["Cluster", "Namespaced"],
@@ -289,7 +290,7 @@ fn spec_errors(
     {
         for (i, v) in versions.iter().enumerate() {
             if get(v, &["schema", "openAPIV3Schema"]).is_none() {
-                errs.push(gofmt::required(
+                errs.push(field::required(
                     &format!("spec.versions[{i}].schema.openAPIV3Schema"),
                     "",
                 ));
@@ -316,26 +317,26 @@ fn spec_errors(
         }
         let e = is_dns1035_label(name);
         if !e.is_empty() {
-            errs.push(gofmt::invalid(&child(&vp, "name"), name, &e.join(",")));
+            errs.push(field::invalid(&child(&vp, "name"), name, &e.join(",")));
         }
         let deprecated = get(v, &["deprecated"]).and_then(Value::as_bool) == Some(true);
         if let Some(w) = get(v, &["deprecationWarning"]).and_then(Value::as_str) {
             let wp = child(&vp, "deprecationWarning");
             if !deprecated {
-                errs.push(gofmt::invalid(
+                errs.push(field::invalid(
                     &wp,
                     w,
                     "can only be set for deprecated versions",
                 ));
             } else {
                 if w.len() > 256 {
-                    errs.push(gofmt::invalid(&wp, w, "must be <= 256 characters long"));
+                    errs.push(field::invalid(&wp, w, "must be <= 256 characters long"));
                 }
                 if w.is_empty() {
-                    errs.push(gofmt::invalid(&wp, w, "must not be an empty string"));
+                    errs.push(field::invalid(&wp, w, "must not be an empty string"));
                 }
                 if let Some((i, _)) = w.char_indices().find(|(_, c)| c.is_control()) {
-                    errs.push(gofmt::invalid(&wp, w, &format!("must only contain printable UTF-8 characters; non-printable character found at index {i}")));
+                    errs.push(field::invalid(&wp, w, &format!("must only contain printable UTF-8 characters; non-printable character found at index {i}")));
                 }
             }
         }
@@ -362,14 +363,14 @@ fn spec_errors(
         }
     }
     if !unique {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             "spec.versions",
             Value::Array(versions.to_vec()),
             "must contain unique version names",
         ));
     }
     if storage != 1 {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             "spec.versions",
             Value::Array(versions.to_vec()),
             "must have exactly one version marked as storage version",
@@ -383,7 +384,7 @@ fn spec_errors(
         ("listKind", "spec.names.listKind"),
     ] {
         if gstr(&names_v, &[f]).is_empty() {
-            errs.push(gofmt::required(p, ""));
+            errs.push(field::required(p, ""));
         }
     }
     names_errors(&names_v, "spec.names", errs);
@@ -403,19 +404,19 @@ fn spec_errors(
     conversion_errors(spec, require_review_version, errs);
 }
 
-fn names_errors(n: &Value, p: &str, errs: &mut Vec<FieldCause>) {
+fn names_errors(n: &Value, p: &str, errs: &mut Vec<Cause>) {
     for f in ["plural", "singular"] {
         let v = gstr(n, &[f]);
         let e = is_dns1035_label(v);
         if !v.is_empty() && !e.is_empty() {
-            errs.push(gofmt::invalid(&child(p, f), v, &e.join(",")));
+            errs.push(field::invalid(&child(p, f), v, &e.join(",")));
         }
     }
     for f in ["kind", "listKind"] {
         let v = gstr(n, &[f]);
         let e = is_dns1035_label(&v.to_lowercase());
         if !v.is_empty() && !e.is_empty() {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(p, f),
                 v,
                 &format!(
@@ -428,7 +429,7 @@ fn names_errors(n: &Value, p: &str, errs: &mut Vec<FieldCause>) {
     for (i, s) in strs(get(n, &["shortNames"])).iter().enumerate() {
         let e = is_dns1035_label(s);
         if !e.is_empty() {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &format!("{p}.shortNames[{i}]"),
                 s.as_str(),
                 &e.join(","),
@@ -437,7 +438,7 @@ fn names_errors(n: &Value, p: &str, errs: &mut Vec<FieldCause>) {
     }
     let kind = gstr(n, &["kind"]);
     if !kind.is_empty() && kind == gstr(n, &["listKind"]) {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "listKind"),
             kind,
             "kind and listKind may not be the same",
@@ -446,7 +447,7 @@ fn names_errors(n: &Value, p: &str, errs: &mut Vec<FieldCause>) {
     for (i, s) in strs(get(n, &["categories"])).iter().enumerate() {
         let e = is_dns1035_label(s);
         if !e.is_empty() {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &format!("{p}.categories[{i}]"),
                 s.as_str(),
                 &e.join(","),
@@ -455,12 +456,12 @@ fn names_errors(n: &Value, p: &str, errs: &mut Vec<FieldCause>) {
     }
 }
 
-fn simple_json_path(s: &str, p: &str, errs: &mut Vec<FieldCause>) -> bool {
+fn simple_json_path(s: &str, p: &str, errs: &mut Vec<Cause>) -> bool {
     if s.is_empty() {
-        errs.push(gofmt::invalid(p, s, "must not be empty"));
+        errs.push(field::invalid(p, s, "must not be empty"));
         false
     } else if !s.starts_with('.') {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             p,
             s,
             "must be a simple json path starting with .",
@@ -471,7 +472,7 @@ fn simple_json_path(s: &str, p: &str, errs: &mut Vec<FieldCause>) -> bool {
     }
 }
 
-fn subresource_errors(sub: Option<&Value>, p: &str, errs: &mut Vec<FieldCause>) {
+fn subresource_errors(sub: Option<&Value>, p: &str, errs: &mut Vec<Cause>) {
     let Some(scale) = sub.and_then(|s| get(s, &["scale"])) else {
         return;
     };
@@ -490,9 +491,9 @@ fn subresource_errors(sub: Option<&Value>, p: &str, errs: &mut Vec<FieldCause>) 
         let fp = format!("{p}.scale.{f}");
         let v = gstr(scale, &[f]);
         if v.is_empty() {
-            errs.push(gofmt::required(&fp, ""));
+            errs.push(field::required(&fp, ""));
         } else if simple_json_path(v, &fp, errs) && !v.starts_with(prefix) {
-            errs.push(gofmt::invalid(&fp, v, msg));
+            errs.push(field::invalid(&fp, v, msg));
         }
     }
     let ls = gstr(scale, &["labelSelectorPath"]);
@@ -502,7 +503,7 @@ fn subresource_errors(sub: Option<&Value>, p: &str, errs: &mut Vec<FieldCause>) 
         && !ls.starts_with(".spec.")
         && !ls.starts_with(".status.")
     {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &fp,
             ls,
             "should be a json path under either .spec or .status",
@@ -510,18 +511,18 @@ fn subresource_errors(sub: Option<&Value>, p: &str, errs: &mut Vec<FieldCause>) 
     }
 }
 
-fn column_errors(c: &Value, p: &str, errs: &mut Vec<FieldCause>) {
+fn column_errors(c: &Value, p: &str, errs: &mut Vec<Cause>) {
     if gstr(c, &["name"]).is_empty() {
-        errs.push(gofmt::required(&child(p, "name"), ""));
+        errs.push(field::required(&child(p, "name"), ""));
     }
     let types = "boolean,date,integer,number,string";
     match gstr(c, &["type"]) {
-        "" => errs.push(gofmt::required(
+        "" => errs.push(field::required(
             &child(p, "type"),
             &format!("must be one of {types}"),
         )),
         "integer" | "number" | "string" | "boolean" | "date" => {}
-        t => errs.push(gofmt::invalid(
+        t => errs.push(field::invalid(
             &child(p, "type"),
             t,
             &format!("must be one of {types}"),
@@ -541,7 +542,7 @@ fn column_errors(c: &Value, p: &str, errs: &mut Vec<FieldCause>) {
         ]
         .contains(&f)
     {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "format"),
             f,
             "must be one of byte,date,date-time,double,float,int32,int64,password",
@@ -550,22 +551,22 @@ fn column_errors(c: &Value, p: &str, errs: &mut Vec<FieldCause>) {
     let jp = gstr(c, &["jsonPath"]);
     let jpp = child(p, "JSONPath");
     if jp.is_empty() {
-        errs.push(gofmt::required(&jpp, ""));
+        errs.push(field::required(&jpp, ""));
     } else {
         simple_json_path(jp, &jpp, errs);
     }
 }
 
-fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<FieldCause>) {
+fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<Cause>) {
     let Some(conv) = get(spec, &["conversion"]) else {
         return;
     };
     let p = "spec.conversion";
     let strategy = gstr(conv, &["strategy"]);
     match strategy {
-        "" => errs.push(gofmt::required("spec.conversion.strategy", "")),
+        "" => errs.push(field::required("spec.conversion.strategy", "")),
         "None" | "Webhook" => {}
-        s => errs.push(gofmt::not_supported(
+        s => errs.push(field::not_supported(
             "spec.conversion.strategy",
             s,
             &["None", "Webhook"],
@@ -576,7 +577,7 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
     if strategy == "Webhook" {
         let ccp = format!("{p}.webhookClientConfig");
         match cc {
-            None => errs.push(gofmt::required(
+            None => errs.push(field::required(
                 &ccp,
                 "required when strategy is set to Webhook",
             )),
@@ -584,14 +585,14 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
                 let url = get(cc, &["url"]);
                 let svc = get(cc, &["service"]);
                 if url.is_some() == svc.is_some() {
-                    errs.push(gofmt::required(
+                    errs.push(field::required(
                         &ccp,
                         "exactly one of url or service is required",
                     ));
                 } else if let Some(u) = url.and_then(Value::as_str) {
                     let up = format!("{ccp}.url");
                     if !u.starts_with("https://") {
-                        errs.push(gofmt::invalid(
+                        errs.push(field::invalid(
                             &up,
                             u,
                             "'https' is the only allowed URL scheme",
@@ -600,13 +601,13 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
                 } else if let Some(s) = svc {
                     let sp = format!("{ccp}.service");
                     if gstr(s, &["name"]).is_empty() {
-                        errs.push(gofmt::required(
+                        errs.push(field::required(
                             &child(&sp, "name"),
                             "service name is required",
                         ));
                     }
                     if gstr(s, &["namespace"]).is_empty() {
-                        errs.push(gofmt::required(
+                        errs.push(field::required(
                             &child(&sp, "namespace"),
                             "service namespace is required",
                         ));
@@ -617,12 +618,12 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
         let rp = format!("{p}.conversionReviewVersions");
         let versions = strs(crv);
         if versions.is_empty() {
-            errs.push(gofmt::required(&rp, ""));
+            errs.push(field::required(&rp, ""));
         } else {
             let mut seen: Vec<&str> = vec![];
             for (i, v) in versions.iter().enumerate() {
                 if seen.contains(&v.as_str()) {
-                    errs.push(gofmt::invalid(
+                    errs.push(field::invalid(
                         &index(&rp, i),
                         v.as_str(),
                         "duplicate version",
@@ -631,12 +632,12 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
                 }
                 seen.push(v);
                 for e in is_dns1035_label(v) {
-                    errs.push(gofmt::invalid(&index(&rp, i), v.as_str(), &e));
+                    errs.push(field::invalid(&index(&rp, i), v.as_str(), &e));
                 }
             }
             if require_review_version && !versions.iter().any(|v| v == "v1" || v == "v1beta1") {
                 let bad = Value::Array(versions.iter().map(|v| Value::String(v.clone())).collect());
-                errs.push(gofmt::invalid(
+                errs.push(field::invalid(
                     &rp,
                     bad,
                     "must include at least one of v1, v1beta1",
@@ -645,13 +646,13 @@ fn conversion_errors(spec: &Value, require_review_version: bool, errs: &mut Vec<
         }
     } else {
         if cc.is_some() {
-            errs.push(gofmt::forbidden(
+            errs.push(field::forbidden(
                 &format!("{p}.webhookClientConfig"),
                 "should not be set when strategy is not set to Webhook",
             ));
         }
         if !arr(crv).is_empty() {
-            errs.push(gofmt::forbidden(
+            errs.push(field::forbidden(
                 &format!("{p}.conversionReviewVersions"),
                 "should not be set when strategy is not set to Webhook",
             ));
@@ -687,19 +688,13 @@ const ROOT_ALLOWED: &[(&str, &str)] = &[
     ("x-kubernetes-validations", "XValidations"),
 ];
 
-fn validation_errors(
-    validation: &Value,
-    status: bool,
-    ctx: &Ctx,
-    p: &str,
-    errs: &mut Vec<FieldCause>,
-) {
+fn validation_errors(validation: &Value, status: bool, ctx: &Ctx, p: &str, errs: &mut Vec<Cause>) {
     let Some(schema_v) = get(validation, &["openAPIV3Schema"]) else {
         return;
     };
     let sp = child(p, "openAPIV3Schema");
     let Some(s) = S::new(schema_v) else {
-        errs.push(gofmt::invalid(&sp, schema_v.clone(), "must be an object"));
+        errs.push(field::invalid(&sp, schema_v.clone(), "must be an object"));
         return;
     };
     let mut local = vec![];
@@ -712,18 +707,18 @@ fn validation_errors(
             v => !is_zero_val(v),
         };
         if s.0.iter().any(|(k, v)| set(k, v) && k == "type") && s.str("type") != "object" {
-            local.push(gofmt::invalid(&format!("{sp}.type"), s.str("type"), r#"only "object" is allowed as the type at the root of the schema if the status subresource is enabled"#));
+            local.push(field::invalid(&format!("{sp}.type"), s.str("type"), r#"only "object" is allowed as the type at the root of the schema if the status subresource is enabled"#));
         } else if s
             .0
             .iter()
             .any(|(k, v)| set(k, v) && !ROOT_ALLOWED.iter().any(|(j, _)| j == k))
         {
             let names: Vec<&str> = ROOT_ALLOWED.iter().map(|(_, g)| *g).collect();
-            local.push(gofmt::invalid(&sp, schema_v.clone(), &format!("only [{}] fields are allowed at the root of the schema if the status subresource is enabled", names.join(" "))));
+            local.push(field::invalid(&sp, schema_v.clone(), &format!("only [{}] fields are allowed at the root of the schema if the status subresource is enabled", names.join(" "))));
         }
     }
     if s.flag("nullable") {
-        local.push(gofmt::forbidden(
+        local.push(field::forbidden(
             &format!("{sp}.nullable"),
             "nullable cannot be true at the root",
         ));
@@ -767,13 +762,13 @@ fn openapi_schema_errors(
     root: bool,
     ssv: Ssv,
     ctx: &Ctx,
-    errs: &mut Vec<FieldCause>,
+    errs: &mut Vec<Cause>,
 ) {
     let ty = s.str("type");
     if !ty.is_empty()
         && !["string", "number", "integer", "boolean", "array", "object"].contains(&ty)
     {
-        errs.push(gofmt::not_supported(
+        errs.push(field::not_supported(
             &child(p, "type"),
             ty,
             &["array", "boolean", "integer", "number", "object", "string"],
@@ -786,7 +781,7 @@ fn openapi_schema_errors(
             } else {
                 format!("must not be set {reason}")
             };
-            errs.push(gofmt::forbidden(&child(p, "default"), &detail));
+            errs.push(field::forbidden(&child(p, "default"), &detail));
         }
     }
     for (k, msg) in [
@@ -798,29 +793,29 @@ fn openapi_schema_errors(
         ("$ref", "$ref is not supported"),
     ] {
         if s.0.get(k).is_some_and(|v| !is_zero_val(v)) {
-            errs.push(gofmt::forbidden(&child(p, k), msg));
+            errs.push(field::forbidden(&child(p, k), msg));
         }
     }
     if ty == "null" {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "type"),
             "type cannot be set to null, use nullable as an alternative",
         ));
     }
     if s.0.get("items").is_some_and(Value::is_array) {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "items"),
             "items must be a schema object and not an array",
         ));
     }
     if ssv.inside_meta && s.flag("x-kubernetes-embedded-resource") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "x-kubernetes-embedded-resource"),
             "must not be used inside of resource meta",
         ));
     }
     if s.flag("uniqueItems") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "uniqueItems"),
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
@@ -828,7 +823,7 @@ fn openapi_schema_errors(
     let props = s.props();
     if let Some((allows, ap)) = s.additional() {
         if !props.is_empty() && (!allows || ap.is_some()) {
-            errs.push(gofmt::forbidden(
+            errs.push(field::forbidden(
                 &child(p, "additionalProperties"),
                 "additionalProperties and properties are mutual exclusive",
             ));
@@ -873,7 +868,7 @@ fn openapi_schema_errors(
         openapi_schema_errors(items, &child(p, "items"), false, ssv.clone(), ctx, errs);
     }
     if s.0.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "x-kubernetes-preserve-unknown-fields"),
             false,
             "must be true or undefined",
@@ -885,12 +880,12 @@ fn openapi_schema_errors(
             .map(|v| v.as_str().unwrap_or(""));
     if map_type.is_some() && ty != "object" {
         if ty.is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(p, "type"),
                 "must be object if x-kubernetes-map-type is specified",
             ));
         } else {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(p, "type"),
                 ty,
                 "must be object if x-kubernetes-map-type is specified",
@@ -899,7 +894,7 @@ fn openapi_schema_errors(
     }
     if let Some(mt) = map_type {
         if mt != "atomic" && mt != "granular" {
-            errs.push(gofmt::not_supported(
+            errs.push(field::not_supported(
                 &child(p, "x-kubernetes-map-type"),
                 mt,
                 &["atomic", "granular"],
@@ -912,12 +907,12 @@ fn openapi_schema_errors(
             .map(|v| v.as_str().unwrap_or(""));
     if list_type.is_some() && ty != "array" {
         if ty.is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(p, "type"),
                 "must be array if x-kubernetes-list-type is specified",
             ));
         } else {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(p, "type"),
                 ty,
                 "must be array if x-kubernetes-list-type is specified",
@@ -930,7 +925,7 @@ fn openapi_schema_errors(
                 "array" => {
                     let lt = is.0.get("x-kubernetes-list-type").filter(|v| !v.is_null());
                     if lt.is_some_and(|v| v.as_str() != Some("atomic")) {
-                        errs.push(gofmt::invalid(
+                        errs.push(field::invalid(
                             &child(&ip, "x-kubernetes-list-type"),
                             lt.cloned().unwrap_or(Value::Null),
                             "must be atomic as item of a list with x-kubernetes-list-type=set",
@@ -942,7 +937,7 @@ fn openapi_schema_errors(
                         is.0.get("x-kubernetes-list-type")
                             .cloned()
                             .unwrap_or(Value::Null);
-                    errs.push(gofmt::invalid(
+                    errs.push(field::invalid(
                         &child(&ip, "x-kubernetes-map-type"),
                         lt,
                         "must be atomic as item of a list with x-kubernetes-list-type=set",
@@ -954,7 +949,7 @@ fn openapi_schema_errors(
     }
     if let Some(lt) = list_type {
         if !["atomic", "set", "map"].contains(&lt) {
-            errs.push(gofmt::not_supported(
+            errs.push(field::not_supported(
                 &child(p, "x-kubernetes-list-type"),
                 lt,
                 &["atomic", "set", "map"],
@@ -965,12 +960,12 @@ fn openapi_schema_errors(
     let keys_v = Value::Array(keys.iter().map(|k| Value::String(k.to_string())).collect());
     if !keys.is_empty() {
         match list_type {
-            None => errs.push(gofmt::required(
+            None => errs.push(field::required(
                 &child(p, "x-kubernetes-list-type"),
                 "must be map if x-kubernetes-list-map-keys is non-empty",
             )),
             Some("map") => {}
-            Some(lt) => errs.push(gofmt::invalid(
+            Some(lt) => errs.push(field::invalid(
                 &child(p, "x-kubernetes-list-type"),
                 lt,
                 "must be map if x-kubernetes-list-map-keys is non-empty",
@@ -979,18 +974,18 @@ fn openapi_schema_errors(
     }
     if list_type == Some("map") {
         if keys.is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(p, "x-kubernetes-list-map-keys"),
                 "must not be empty if x-kubernetes-list-type is map",
             ));
         }
         match s.0.get("items") {
-            None | Some(Value::Null) => errs.push(gofmt::required(
+            None | Some(Value::Null) => errs.push(field::required(
                 &child(p, "items"),
                 "must have a schema if x-kubernetes-list-type is map",
             )),
             Some(Value::Object(_)) => {}
-            Some(other) => errs.push(gofmt::invalid(
+            Some(other) => errs.push(field::invalid(
                 &child(p, "items"),
                 other.clone(),
                 "must only have a single schema if x-kubernetes-list-type is map",
@@ -999,7 +994,7 @@ fn openapi_schema_errors(
         if let Some(is) = s.items() {
             let ip = child(p, "items");
             if is.str("type") != "object" {
-                errs.push(gofmt::invalid(
+                errs.push(field::invalid(
                     &child(&ip, "type"),
                     is.str("type"),
                     "must be object if parent array's x-kubernetes-list-type is map",
@@ -1010,17 +1005,17 @@ fn openapi_schema_errors(
                     match is.prop(k) {
                         Some(ks) => {
                             if ks.str("type") == "array" || ks.str("type") == "object" {
-                                errs.push(gofmt::invalid(&child(&key(&child(&ip, "properties"), k), "type"), "object", "must be a scalar type if parent array's x-kubernetes-list-type is map"));
+                                errs.push(field::invalid(&child(&key(&child(&ip, "properties"), k), "type"), "object", "must be a scalar type if parent array's x-kubernetes-list-type is map"));
                             }
                         }
-                        None => errs.push(gofmt::invalid(
+                        None => errs.push(field::invalid(
                             &child(p, "x-kubernetes-list-map-keys"),
                             keys_v.clone(),
                             "entries must all be names of item properties",
                         )),
                     }
                     if seen.contains(k) {
-                        errs.push(gofmt::invalid(
+                        errs.push(field::invalid(
                             &child(p, "x-kubernetes-list-map-keys"),
                             keys_v.clone(),
                             "must not contain duplicate entries",
@@ -1039,31 +1034,31 @@ fn openapi_schema_errors(
         let r = gstr(rule, &["rule"]);
         let msg = gstr(rule, &["message"]);
         if r.trim().is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(&rp, "rule"),
                 "rule is not specified",
             ));
         } else if !msg.is_empty() && msg.trim().is_empty() {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(&rp, "message"),
                 msg,
                 "must be non-empty if specified",
             ));
         } else if msg.trim().contains(['\n', '\r']) {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(&rp, "message"),
                 msg,
                 "must not contain line breaks",
             ));
         } else if r.trim().contains(['\n', '\r']) && msg.trim().is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(&rp, "message"),
                 "message must be specified if rule contains line breaks",
             ));
         }
         let me = gstr(rule, &["messageExpression"]);
         if !me.is_empty() && me.trim().is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(&rp, "messageExpression"),
                 "messageExpression must be non-empty if specified",
             ));
@@ -1077,7 +1072,7 @@ fn openapi_schema_errors(
             ]
             .contains(&reason)
             {
-                errs.push(gofmt::not_supported(
+                errs.push(field::not_supported(
                     &child(&rp, "reason"),
                     reason,
                     &[
@@ -1092,7 +1087,7 @@ fn openapi_schema_errors(
     }
 }
 
-fn map_list_keys(s: S<'_>, p: &str) -> Vec<FieldCause> {
+fn map_list_keys(s: S<'_>, p: &str) -> Vec<Cause> {
     let mut errs = vec![];
     let Some(is) = s.items() else { return errs };
     let lt = s.str("x-kubernetes-list-type");
@@ -1101,7 +1096,7 @@ fn map_list_keys(s: S<'_>, p: &str) -> Vec<FieldCause> {
     }
     let ip = child(p, "items");
     if is.flag("nullable") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(&ip, "nullable"),
             &format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
         ));
@@ -1112,10 +1107,10 @@ fn map_list_keys(s: S<'_>, p: &str) -> Vec<FieldCause> {
             let Some(ks) = is.prop(k) else { continue };
             let kp = key(&child(&ip, "properties"), k);
             if !required.contains(&k) && ks.default().is_none() {
-                errs.push(gofmt::required(&child(&kp, "default"), "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"));
+                errs.push(field::required(&child(&kp, "default"), "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"));
             }
             if ks.flag("nullable") {
-                errs.push(gofmt::forbidden(
+                errs.push(field::forbidden(
                     &child(&kp, "nullable"),
                     "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
                 ));

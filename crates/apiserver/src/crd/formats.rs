@@ -144,8 +144,8 @@ pub fn validates(format: &str, s: &str) -> bool {
         "date" => is_date(s),
         "duration" => is_duration(s),
         "datetime" => is_date_time(s),
-        "k8sshortname" => s.len() <= 63 && crate::crd::gofmt::is_dns1123_label(s).is_empty(),
-        "k8slongname" => crate::crd::gofmt::is_dns1123_subdomain(s).is_empty(),
+        "k8sshortname" => s.len() <= 63 && apimachinery::names::is_dns1123_label(s).is_empty(),
+        "k8slongname" => apimachinery::names::is_dns1123_subdomain(s).is_empty(),
         _ => true,
     }
 }

@@ -18,7 +18,6 @@ pub mod cel;
 pub mod controller;
 pub mod crd_validation;
 pub mod formats;
-pub mod gofmt;
 pub mod jsonpath;
 pub mod names;
 pub mod objectmeta;
@@ -37,6 +36,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::Value;
+
+use apimachinery::gofmt;
 
 use crate::catalog::{Catalog, ResourceDef, Subresource};
 
@@ -318,8 +319,8 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
 /// (`customResourceValidator.ValidateScaleSpec`/`ValidateScaleStatus`): the replicas at
 /// `specReplicasPath` and `statusReplicasPath` must be non-negative int32 integers and
 /// the value at `labelSelectorPath` a string. The field is the path as the CRD gives it.
-pub fn scale_causes(custom: &CustomVersion, obj: &Value) -> Vec<crate::validation::FieldCause> {
-    use gofmt::{invalid, Bad};
+pub fn scale_causes(custom: &CustomVersion, obj: &Value) -> Vec<apimachinery::field::Cause> {
+    use apimachinery::field::{invalid, Bad};
     let Some(scale) = &custom.scale else {
         return Vec::new();
     };

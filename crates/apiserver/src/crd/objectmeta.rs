@@ -2,11 +2,12 @@
 //! (drop unknown and malformed fields, as `objectmeta.CoerceWithOptions` with
 //! DropInvalidFields) and validation (`objectmeta.Validate`'s embedded-resource checks).
 
-use crate::crd::gofmt::{
-    self, child, index, is_dns1035_label, is_dns1123_label, is_label_value, is_path_segment,
-    is_qualified_name,
+use apimachinery::field::Cause;
+use apimachinery::field::{self, child, index};
+use apimachinery::gofmt;
+use apimachinery::names::{
+    is_dns1035_label, is_dns1123_label, is_label_value, is_path_segment, is_qualified_name,
 };
-use crate::validation::FieldCause;
 use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -46,7 +47,7 @@ fn check(k: &str, sh: Shape, v: &Value) -> Result<(), String> {
     let err = |t: &str| {
         Err(format!(
             "json: cannot unmarshal {} into Go struct field ObjectMeta.{k} of type {t}",
-            crate::selector::json_kind(v)
+            apimachinery::gofmt::json_kind(v)
         ))
     };
     match (sh, v) {
@@ -87,7 +88,7 @@ pub fn decode_error(meta: &Value) -> Option<String> {
         }
         return Some(format!(
             "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
-            crate::selector::json_kind(meta)
+            apimachinery::gofmt::json_kind(meta)
         ));
     };
     m.iter()
@@ -196,23 +197,23 @@ fn parse_group_version(s: &str) -> Result<(), String> {
 }
 
 /// `validateEmbeddedResource`: checks apiVersion, kind and metadata of an embedded object at `pth`.
-pub fn validate_embedded(pth: &str, x: &Map<String, Value>, out: &mut Vec<FieldCause>) {
+pub fn validate_embedded(pth: &str, x: &Map<String, Value>, out: &mut Vec<Cause>) {
     if !x.contains_key("apiVersion") {
-        out.push(gofmt::required(&child(pth, "apiVersion"), ""));
+        out.push(field::required(&child(pth, "apiVersion"), ""));
     }
     if !x.contains_key("kind") {
-        out.push(gofmt::required(&child(pth, "kind"), ""));
+        out.push(field::required(&child(pth, "kind"), ""));
     }
     for (k, v) in x {
         match k.as_str() {
             "apiVersion" => {
                 let p = child(pth, "apiVersion");
                 match v.as_str() {
-                    None => out.push(gofmt::invalid(&p, v.clone(), "must be a string")),
-                    Some("") => out.push(gofmt::invalid(&p, "", "must not be empty")),
+                    None => out.push(field::invalid(&p, v.clone(), "must be a string")),
+                    Some("") => out.push(field::invalid(&p, "", "must not be empty")),
                     Some(s) => {
                         if let Err(e) = parse_group_version(s) {
-                            out.push(gofmt::invalid(&p, s, &e));
+                            out.push(field::invalid(&p, s, &e));
                         }
                     }
                 }
@@ -220,12 +221,12 @@ pub fn validate_embedded(pth: &str, x: &Map<String, Value>, out: &mut Vec<FieldC
             "kind" => {
                 let p = child(pth, "kind");
                 match v.as_str() {
-                    None => out.push(gofmt::invalid(&p, v.clone(), "must be a string")),
-                    Some("") => out.push(gofmt::invalid(&p, "", "must not be empty")),
+                    None => out.push(field::invalid(&p, v.clone(), "must be a string")),
+                    Some("") => out.push(field::invalid(&p, "", "must not be empty")),
                     Some(s) => {
                         let errs = is_dns1035_label(&s.to_lowercase());
                         if !errs.is_empty() {
-                            out.push(gofmt::invalid(
+                            out.push(field::invalid(
                                 &p,
                                 s,
                                 &format!(
@@ -240,7 +241,7 @@ pub fn validate_embedded(pth: &str, x: &Map<String, Value>, out: &mut Vec<FieldC
             "metadata" => {
                 let p = child(pth, "metadata");
                 if let Some(e) = decode_error(v) {
-                    out.push(gofmt::invalid(&p, v.clone(), &e));
+                    out.push(field::invalid(&p, v.clone(), &e));
                 } else {
                     validate_object_meta(v, &p, out);
                 }
@@ -252,14 +253,14 @@ pub fn validate_embedded(pth: &str, x: &Map<String, Value>, out: &mut Vec<FieldC
 
 /// `ValidateObjectMetaAccessor` for an embedded resource (path-segment names, namespace
 /// required only when set).
-pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<FieldCause>) {
+pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<Cause>) {
     let empty = Map::new();
     let m = meta.as_object().unwrap_or(&empty);
     let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
     let gen_name = s("generateName");
     if !gen_name.is_empty() {
         for msg in is_path_segment(gen_name, true) {
-            out.push(gofmt::invalid(&child(p, "generateName"), gen_name, &msg));
+            out.push(field::invalid(&child(p, "generateName"), gen_name, &msg));
         }
     }
     let name = if s("name").is_empty() {
@@ -268,17 +269,17 @@ pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<FieldCause>) {
         s("name")
     };
     for msg in is_path_segment(name, false) {
-        out.push(gofmt::invalid(&child(p, "name"), name, &msg));
+        out.push(field::invalid(&child(p, "name"), name, &msg));
     }
     let ns = s("namespace");
     if !ns.is_empty() {
         for msg in is_dns1123_label(ns) {
-            out.push(gofmt::invalid(&child(p, "namespace"), ns, &msg));
+            out.push(field::invalid(&child(p, "namespace"), ns, &msg));
         }
     }
     if let Some(g) = m.get("generation").and_then(Value::as_i64) {
         if g < 0 {
-            out.push(gofmt::invalid(
+            out.push(field::invalid(
                 &child(p, "generation"),
                 g,
                 "must be greater than or equal to 0",
@@ -289,11 +290,11 @@ pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<FieldCause>) {
         let lp = child(p, "labels");
         for (k, v) in labels {
             for msg in is_qualified_name(k) {
-                out.push(gofmt::invalid(&lp, k.as_str(), &msg));
+                out.push(field::invalid(&lp, k.as_str(), &msg));
             }
             let v = v.as_str().unwrap_or("");
             for msg in is_label_value(v) {
-                out.push(gofmt::invalid(&lp, v, &msg));
+                out.push(field::invalid(&lp, v, &msg));
             }
         }
     }
@@ -302,12 +303,12 @@ pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<FieldCause>) {
         let mut total = 0usize;
         for (k, v) in ann {
             for msg in is_qualified_name(&k.to_lowercase()) {
-                out.push(gofmt::invalid(&ap, k.as_str(), &msg));
+                out.push(field::invalid(&ap, k.as_str(), &msg));
             }
             total += k.len() + v.as_str().map_or(0, str::len);
         }
         if total > 256 * 1024 {
-            out.push(gofmt::too_long(&ap, 256 * 1024));
+            out.push(field::too_long(&ap, 256 * 1024));
         }
     }
     if let Some(fins) = m.get("finalizers").and_then(Value::as_array) {
@@ -315,7 +316,7 @@ pub fn validate_object_meta(meta: &Value, p: &str, out: &mut Vec<FieldCause>) {
         for (i, f) in fins.iter().enumerate() {
             let f = f.as_str().unwrap_or("");
             for msg in is_qualified_name(f) {
-                out.push(gofmt::invalid(&index(&fp, i), f, &msg));
+                out.push(field::invalid(&index(&fp, i), f, &msg));
             }
         }
     }

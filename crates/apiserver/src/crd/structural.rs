@@ -1,10 +1,11 @@
 //! Validation, defaulting and pruning of custom objects against a CRD version's
 //! `openAPIV3Schema`, as apiextensions-apiserver does it.
 
-use crate::crd::gofmt::{self, child, index, key};
 use crate::crd::objectmeta;
 use crate::crd::validator::{self, S};
-use crate::validation::FieldCause;
+use apimachinery::field::Cause;
+use apimachinery::field::{self, child, index, key};
+use apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
@@ -23,14 +24,14 @@ fn embedded(s: S<'_>) -> bool {
 /// `kubeOpenAPIResultToFieldErrors` with a nil path), embedded resource checks
 /// (`objectmeta.Validate`) and list-type invariants (`ValidateListSetsAndMaps`).
 /// CEL rules are not applied here ([`crate::crd::cel`]).
-pub fn validate(schema: &Value, obj: &Value) -> Vec<FieldCause> {
+pub fn validate(schema: &Value, obj: &Value) -> Vec<Cause> {
     validate_update(schema, obj, None)
 }
 
 /// [`validate`] of an update over `old` (`None`: a create), ratcheting as upstream
 /// does: schema errors of values unchanged from `old` are dropped, and list-type
 /// errors count only when `old` had none.
-pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let Some(s) = S::new(schema) else {
         return vec![];
     };
@@ -52,14 +53,14 @@ pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<
 }
 
 /// Validates a value against a schema as the default-value check does (`fldPath` = `base`).
-pub fn validate_at(schema: &Value, obj: &Value, base: &str) -> Vec<FieldCause> {
+pub fn validate_at(schema: &Value, obj: &Value, base: &str) -> Vec<Cause> {
     let Some(s) = S::new(schema) else {
         return vec![];
     };
     validator::to_causes(&validator::validate(s, obj, ""), Some(base))
 }
 
-fn validate_embedded(s: S<'_>, x: &Value, pth: &str, out: &mut Vec<FieldCause>) {
+fn validate_embedded(s: S<'_>, x: &Value, pth: &str, out: &mut Vec<Cause>) {
     match x {
         Value::Object(m) => {
             if embedded(s) {
@@ -86,12 +87,7 @@ fn validate_embedded(s: S<'_>, x: &Value, pth: &str, out: &mut Vec<FieldCause>) 
 
 // ---- listtype ----
 
-fn list_sets_and_maps_object(
-    s: S<'_>,
-    m: &Map<String, Value>,
-    pth: &str,
-    out: &mut Vec<FieldCause>,
-) {
+fn list_sets_and_maps_object(s: S<'_>, m: &Map<String, Value>, pth: &str, out: &mut Vec<Cause>) {
     if let Some(Some(ap)) = additional(s) {
         for (k, v) in m {
             list_sets_and_maps(ap, v, &key(pth, k), out);
@@ -104,13 +100,13 @@ fn list_sets_and_maps_object(
     }
 }
 
-fn list_sets_and_maps(s: S<'_>, v: &Value, pth: &str, out: &mut Vec<FieldCause>) {
+fn list_sets_and_maps(s: S<'_>, v: &Value, pth: &str, out: &mut Vec<Cause>) {
     match v {
         Value::Array(a) => {
             match s.str("x-kubernetes-list-type") {
                 "set" => {
                     for i in non_unique(a.iter()) {
-                        out.push(gofmt::duplicate(&index(pth, i), a[i].clone()));
+                        out.push(field::duplicate(&index(pth, i), a[i].clone()));
                     }
                 }
                 "map" => list_map(s, a, pth, out),
@@ -153,10 +149,10 @@ fn non_unique<'a>(items: impl Iterator<Item = &'a Value>) -> Vec<usize> {
     out
 }
 
-fn list_map(s: S<'_>, a: &[Value], pth: &str, out: &mut Vec<FieldCause>) {
+fn list_map(s: S<'_>, a: &[Value], pth: &str, out: &mut Vec<Cause>) {
     for (i, x) in a.iter().enumerate() {
         if !x.is_null() && !x.is_object() {
-            out.push(gofmt::invalid(
+            out.push(field::invalid(
                 &index(pth, i),
                 x.clone(),
                 "must be an object for an array of list-type map",
@@ -191,7 +187,7 @@ fn list_map(s: S<'_>, a: &[Value], pth: &str, out: &mut Vec<FieldCause>) {
                     Value::Object(m)
                 }
             };
-            out.push(gofmt::duplicate(&index(pth, i), bad));
+            out.push(field::duplicate(&index(pth, i), bad));
         }
         return;
     }
@@ -210,7 +206,7 @@ fn list_map(s: S<'_>, a: &[Value], pth: &str, out: &mut Vec<FieldCause>) {
         })
         .collect();
     for i in non_unique(composite.iter()) {
-        out.push(gofmt::duplicate(&index(pth, i), composite[i].clone()));
+        out.push(field::duplicate(&index(pth, i), composite[i].clone()));
     }
 }
 

@@ -1,9 +1,9 @@
 //! Structural schema checks (`structuralschema.ValidateStructural`) and default value
 //! validation (`structuraldefaulting.ValidateDefaults`).
 
-use crate::crd::gofmt::{self, child, key};
 use crate::crd::validator::{self, S};
-use crate::validation::FieldCause;
+use apimachinery::field::Cause;
+use apimachinery::field::{self, child, key};
 use serde_json::Value;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -29,7 +29,7 @@ fn set(s: S<'_>, k: &str) -> bool {
 }
 
 /// `ValidateStructural`, errors sorted by their full text as upstream does.
-pub fn validate_structural(s: S<'_>, path: &str) -> Vec<FieldCause> {
+pub fn validate_structural(s: S<'_>, path: &str) -> Vec<Cause> {
     let mut errs = vec![];
     invariants(s, Level::Root, path, &mut errs);
     completeness_vv(s, Some(s), path, path, &mut errs);
@@ -47,13 +47,13 @@ fn int_or_string_anyof(list: &[S<'_>]) -> bool {
         && list[1].str("type") == "string"
 }
 
-fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
+fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<Cause>) {
     let ty = s.str("type");
     let emb = s.flag("x-kubernetes-embedded-resource");
     let ios = s.flag("x-kubernetes-int-or-string");
     let puf = s.flag("x-kubernetes-preserve-unknown-fields");
     if ty == "array" && s.items().is_none() {
-        errs.push(gofmt::required(&child(p, "items"), "must be specified"));
+        errs.push(field::required(&child(p, "items"), "must be specified"));
     }
     if let Some(items) = s.items() {
         invariants(items, Level::Item, &child(p, "items"), errs);
@@ -63,7 +63,7 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
     }
     if let Some((_, ap)) = s.additional() {
         if lvl == Level::Root {
-            errs.push(gofmt::forbidden(
+            errs.push(field::forbidden(
                 &child(p, "additionalProperties"),
                 "must not be used at the root",
             ));
@@ -73,14 +73,14 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
         }
     }
     if ios && puf {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "x-kubernetes-preserve-unknown-fields"),
             true,
             "must be false if x-kubernetes-int-or-string is true",
         ));
     }
     if ios && emb {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "x-kubernetes-embedded-resource"),
             true,
             "must be false if x-kubernetes-int-or-string is true",
@@ -95,12 +95,12 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
     let check_meta = lvl == Level::Root || emb;
     if emb && ty != "object" {
         if ty.is_empty() {
-            errs.push(gofmt::required(
+            errs.push(field::required(
                 &child(p, "type"),
                 "must be object if x-kubernetes-embedded-resource is true",
             ));
         } else {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(p, "type"),
                 ty,
                 "must be object if x-kubernetes-embedded-resource is true",
@@ -112,16 +112,16 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
             Level::Item => "must not be empty for specified array items",
             Level::Field => "must not be empty for specified object fields",
         };
-        errs.push(gofmt::required(&child(p, "type"), msg));
+        errs.push(field::required(&child(p, "type"), msg));
     }
     if emb && s.additional().is_some() {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "additionalProperties"),
             "must not be used if x-kubernetes-embedded-resource is set",
         ));
     }
     if lvl == Level::Root && !ty.is_empty() && ty != "object" {
-        errs.push(gofmt::invalid(
+        errs.push(field::invalid(
             &child(p, "type"),
             ty,
             "must be object at the root",
@@ -130,7 +130,7 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
     for k in ["kind", "apiVersion"] {
         if let Some(ps) = s.prop(k) {
             if check_meta && ps.str("type") != "string" {
-                errs.push(gofmt::invalid(
+                errs.push(field::invalid(
                     &child(&key(&child(p, "properties"), k), "type"),
                     ps.str("type"),
                     "must be string",
@@ -141,7 +141,7 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
     if let Some(meta) = s.prop("metadata") {
         let mp = key(&child(p, "properties"), "metadata");
         if check_meta && meta.str("type") != "object" {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(&mp, "type"),
                 meta.str("type"),
                 "must be object",
@@ -159,12 +159,12 @@ fn invariants(s: S<'_>, lvl: Level, p: &str, errs: &mut Vec<FieldCause>) {
                 _ => !is_zero(v),
             });
             if extra {
-                errs.push(gofmt::forbidden(&mp, "must not specify anything other than name and generateName, but metadata is implicitly specified"));
+                errs.push(field::forbidden(&mp, "must not specify anything other than name and generateName, but metadata is implicitly specified"));
             }
         }
     }
     if emb && !puf && s.props().is_empty() {
-        errs.push(gofmt::required(&child(p, "properties"), "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"));
+        errs.push(field::required(&child(p, "properties"), "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"));
     }
 }
 
@@ -173,7 +173,7 @@ fn value_validation(
     skip_any: bool,
     skip_first_all: bool,
     p: &str,
-    errs: &mut Vec<FieldCause>,
+    errs: &mut Vec<Cause>,
 ) {
     if !skip_any {
         for (i, b) in s.list("anyOf").into_iter().enumerate() {
@@ -197,7 +197,7 @@ fn value_validation(
     let pattern = s.str("pattern");
     if !pattern.is_empty() {
         if let Err(e) = validator::compile(pattern) {
-            errs.push(gofmt::invalid(
+            errs.push(field::invalid(
                 &child(p, "pattern"),
                 pattern,
                 &format!("must be a valid regular expression, but isn't: {e}"),
@@ -206,7 +206,7 @@ fn value_validation(
     }
 }
 
-fn nested(v: S<'_>, skip_any: bool, p: &str, errs: &mut Vec<FieldCause>) {
+fn nested(v: S<'_>, skip_any: bool, p: &str, errs: &mut Vec<Cause>) {
     value_validation(v, skip_any, false, p, errs);
     if let Some(items) = v.items() {
         nested(items, false, &child(p, "items"), errs);
@@ -215,13 +215,13 @@ fn nested(v: S<'_>, skip_any: bool, p: &str, errs: &mut Vec<FieldCause>) {
         nested(f, false, &key(&child(p, "properties"), k), errs);
     }
     if set(v, "type") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "type"),
             "must be empty to be structural",
         ));
     }
     if v.0.contains_key("additionalProperties") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &child(p, "additionalProperties"),
             "must be undefined to be structural",
         ));
@@ -269,20 +269,20 @@ fn nested(v: S<'_>, skip_any: bool, p: &str, errs: &mut Vec<FieldCause>) {
             _ => set(v, k),
         };
         if present {
-            errs.push(gofmt::forbidden(&child(p, k), msg));
+            errs.push(field::forbidden(&child(p, k), msg));
         }
     }
     if v.has_prop("metadata") {
-        errs.push(gofmt::forbidden(
+        errs.push(field::forbidden(
             &key(&child(p, "properties"), "metadata"),
             "must not be specified in a nested context",
         ));
     }
 }
 
-fn completeness_vv(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mut Vec<FieldCause>) {
+fn completeness_vv(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mut Vec<Cause>) {
     let Some(s) = s else {
-        errs.push(gofmt::required(
+        errs.push(field::required(
             sp,
             &format!("because it is defined in {vp}"),
         ));
@@ -298,9 +298,9 @@ fn completeness_vv(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mut Ve
     }
 }
 
-fn completeness_nested(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mut Vec<FieldCause>) {
+fn completeness_nested(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mut Vec<Cause>) {
     let Some(s) = s else {
-        errs.push(gofmt::required(
+        errs.push(field::required(
             sp,
             &format!("because it is defined in {vp}"),
         ));
@@ -320,7 +320,7 @@ fn completeness_nested(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mu
         let vkp = key(&child(vp, "properties"), k);
         let skp = key(&child(sp, "properties"), k);
         match s.prop(k) {
-            None => errs.push(gofmt::required(
+            None => errs.push(field::required(
                 &skp,
                 &format!("because it is defined in {vkp}"),
             )),
@@ -331,7 +331,7 @@ fn completeness_nested(v: S<'_>, s: Option<S<'_>>, sp: &str, vp: &str, errs: &mu
 
 /// `ValidateDefaults` with the root treated as a resource root; `p` is the
 /// `...openAPIV3Schema` path.
-pub fn validate_defaults(s: S<'_>, p: &str, require_pruned: bool) -> Vec<FieldCause> {
+pub fn validate_defaults(s: S<'_>, p: &str, require_pruned: bool) -> Vec<Cause> {
     let mut errs = vec![];
     defaults_rec(s, p, true, false, require_pruned, &mut errs);
     errs
@@ -343,7 +343,7 @@ fn defaults_rec(
     root: bool,
     mut inside_meta: bool,
     require_pruned: bool,
-    errs: &mut Vec<FieldCause>,
+    errs: &mut Vec<Cause>,
 ) {
     let emb = root || s.flag("x-kubernetes-embedded-resource");
     if s.flag("x-kubernetes-embedded-resource") {
@@ -356,7 +356,7 @@ fn defaults_rec(
                 let mut pruned = d.clone();
                 crate::crd::structural::prune_value(s, &mut pruned);
                 if &pruned != d {
-                    errs.push(gofmt::invalid(
+                    errs.push(field::invalid(
                         &dp,
                         d.clone(),
                         "must not have unknown fields",

@@ -3,8 +3,9 @@
 //! formats stripped), and of `kubeOpenAPIResultToFieldErrors`.
 
 use crate::crd::formats;
-use crate::crd::gofmt::{self, num, quote, value_v, Num};
-use crate::validation::FieldCause;
+use apimachinery::field;
+use apimachinery::field::Cause;
+use apimachinery::gofmt::{self, num, quote, value_v, Num};
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -1026,15 +1027,15 @@ fn object_check(schema: S<'_>, m: &Map<String, Value>, old: Option<&Value>, path
 }
 
 /// `kubeOpenAPIResultToFieldErrors`: `base` is the `fldPath` (None for nil).
-pub fn to_causes(res: &Res, base: Option<&str>) -> Vec<FieldCause> {
+pub fn to_causes(res: &Res, base: Option<&str>) -> Vec<Cause> {
     let nil = || base.map_or("<nil>".to_string(), str::to_string);
     res.errors
         .iter()
         .map(|e| match &e.val {
-            None => gofmt::invalid(&nil(), "", &e.msg),
+            None => field::invalid(&nil(), "", &e.msg),
             Some(v) => {
                 let field = if !v.name.is_empty() && v.name != "." {
-                    gofmt::child(
+                    field::child(
                         base.unwrap_or(""),
                         v.name.strip_prefix('.').unwrap_or(&v.name),
                     )
@@ -1043,7 +1044,7 @@ pub fn to_causes(res: &Res, base: Option<&str>) -> Vec<FieldCause> {
                 };
                 let value_or_empty = || v.value.clone().unwrap_or(Value::String(String::new()));
                 match v.code {
-                    Code::Required => gofmt::required(&field, ""),
+                    Code::Required => field::required(&field, ""),
                     Code::Enum => {
                         let vals: Vec<String> = v
                             .values
@@ -1053,15 +1054,15 @@ pub fn to_causes(res: &Res, base: Option<&str>) -> Vec<FieldCause> {
                                 other => gofmt::json(other),
                             })
                             .collect();
-                        gofmt::not_supported(&field, v.value.clone().unwrap_or(Value::Null), &vals)
+                        field::not_supported(&field, v.value.clone().unwrap_or(Value::Null), &vals)
                     }
-                    Code::TooLong => gofmt::too_long(&field, v.valid.unwrap_or(-1)),
+                    Code::TooLong => field::too_long(&field, v.valid.unwrap_or(-1)),
                     Code::MaxItems | Code::TooManyProperties => {
                         let actual = v.value.as_ref().and_then(Value::as_i64).unwrap_or(-1);
-                        gofmt::too_many(&field, actual, v.valid.unwrap_or(-1))
+                        field::too_many(&field, actual, v.valid.unwrap_or(-1))
                     }
-                    Code::InvalidType => gofmt::type_invalid(&field, value_or_empty(), &e.msg),
-                    Code::Other => gofmt::invalid(&field, value_or_empty(), &e.msg),
+                    Code::InvalidType => field::type_invalid(&field, value_or_empty(), &e.msg),
+                    Code::Other => field::invalid(&field, value_or_empty(), &e.msg),
                 }
             }
         })

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use crate::status::{ApiError, ApiResult};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Upstream's fixed conversion webhook timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);

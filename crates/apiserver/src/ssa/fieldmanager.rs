@@ -8,10 +8,11 @@
 //! managed-fields updater (times) → strip meta → structured merge.
 //! The last-applied-configuration annotation handling is not reproduced.
 
-use crate::ssa::fieldpath::{field_path, write_go_string, Set};
+use crate::ssa::fieldpath::{field_path, Set};
 use crate::ssa::manager::{Conflict, ManagedFields, UpdateError, Updater, VersionedSet};
 use crate::ssa::merge::validate;
 use crate::ssa::schema::Schema;
+use apimachinery::gofmt::write_json_string as write_go_string;
 use std::borrow::Cow;
 
 use serde_json::{json, Map, Value};
@@ -406,67 +407,8 @@ pub fn encode_managed_fields(managed: Managed) -> Value {
 
 /// Parses an RFC 3339 timestamp into Unix seconds.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !(b[10] == b'T' || b[10] == b't')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let (y, mo, d, h, mi, se) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-        num(17..19)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(r) = rest.strip_prefix('.') {
-        let n = r.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 {
-            return None;
-        }
-        rest = &r[n..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6
-            && (rest.starts_with('+') || rest.starts_with('-'))
-            && &rest[3..4] == ":" =>
-        {
-            let oh: i64 = rest[1..3].parse().ok()?;
-            let om: i64 = rest[4..6].parse().ok()?;
-            let o = oh * 3600 + om * 60;
-            if rest.starts_with('-') {
-                -o
-            } else {
-                o
-            }
-        }
-        _ => return None,
-    };
-    // Days from civil (Howard Hinnant's algorithm).
-    let yy = if mo <= 2 { y - 1 } else { y };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    Some(days * 86400 + h * 3600 + mi * 60 + se - offset)
+    apimachinery::time::parse_rfc3339_nanos(s)
+        .and_then(|n| i64::try_from(n.div_euclid(1_000_000_000)).ok())
 }
 
 /// The fields kube-apiserver never records ownership of (`stripmeta.go`).

@@ -7,6 +7,7 @@
 //! `"."` first for nodes that are members themselves, key values escaped as
 //! Go's `encoding/json` would).
 
+use apimachinery::gofmt;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::fmt::{self, Write as _};
@@ -137,141 +138,10 @@ pub fn value_equals(lhs: &Value, rhs: &Value) -> bool {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Go-compatible JSON encoding
-// ---------------------------------------------------------------------------
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Appends `s` as a JSON string literal the way Go's `encoding/json` does;
-/// `html` additionally escapes `<`, `>` and `&`.
-pub fn write_go_string(out: &mut String, s: &str, html: bool) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' if html => push_u(out, c as u32),
-            '\u{2028}' | '\u{2029}' => push_u(out, c as u32),
-            c if (c as u32) < 0x20 => push_u(out, c as u32),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn push_u(out: &mut String, c: u32) {
-    out.push_str("\\u");
-    for shift in [12, 8, 4, 0] {
-        out.push(HEX[((c >> shift) & 0xf) as usize] as char);
-    }
-}
-
-/// Formats a float as Go's `encoding/json` does.
-pub fn go_json_float(f: f64) -> String {
-    if !f.is_finite() {
-        return "null".into();
-    }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        match s.split_once('e') {
-            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
-            _ => s,
-        }
-    } else {
-        format!("{f}")
-    }
-}
-
-fn write_number(out: &mut String, n: &serde_json::Number) {
-    if let Some(i) = n.as_i64() {
-        let _ = write!(out, "{i}");
-    } else if let Some(u) = n.as_u64() {
-        let _ = write!(out, "{u}");
-    } else {
-        out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0)));
-    }
-}
-
 /// Appends `v` as compact JSON the way Go's `encoding/json` would marshal it
 /// (map keys sorted, HTML characters escaped in string values).
 pub fn write_go_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_go_string(out, s, true),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(out, x);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(out, k, true);
-                out.push(':');
-                write_go_json(out, &m[k.as_str()]);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// Go's `%q` quoting of a string (used when printing key values in paths).
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn go_fmt_float(f: f64) -> String {
-    if f == 0.0 || !f.is_finite() {
-        return format!("{f}");
-    }
-    let exp = f.abs().log10().floor() as i32;
-    if !(-4..21).contains(&exp) {
-        let s = format!("{f:e}");
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match e.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', e),
-        };
-        format!("{m}e{sign}{digits:0>2}")
-    } else {
-        format!("{f}")
-    }
+    gofmt::write_json(out, v, gofmt::KeyOrder::Sorted);
 }
 
 /// `value.ToString`: how values are printed inside path strings.
@@ -280,9 +150,9 @@ pub fn value_to_string(v: &Value) -> String {
         Value::Null => "null".into(),
         Value::Number(n) => match n.as_i64() {
             Some(i) => i.to_string(),
-            None => go_fmt_float(n.as_f64().unwrap_or(0.0)),
+            None => gofmt::float_v(n.as_f64().unwrap_or(0.0)),
         },
-        Value::String(s) => go_quote(s),
+        Value::String(s) => gofmt::quote(s),
         Value::Bool(b) => b.to_string(),
         Value::Array(a) => {
             let parts: Vec<String> = a.iter().map(value_to_string).collect();
@@ -353,7 +223,7 @@ impl PathElement {
                     if i > 0 {
                         out.push(',');
                     }
-                    write_go_string(&mut out, k, false);
+                    gofmt::write_json_string(&mut out, k, false);
                     out.push(':');
                     write_go_json(&mut out, v);
                 }
@@ -729,7 +599,7 @@ impl Set {
         }
         for (pe, child, member) in self.merged_entries() {
             sep(out);
-            write_go_string(out, &pe.serialize(), false);
+            gofmt::write_json_string(out, &pe.serialize(), false);
             out.push_str(":{");
             if let Some(c) = child {
                 c.emit(member, out);

@@ -3,11 +3,11 @@
 
 use serde_json::{json, Value};
 
-use super::duration::human_duration;
 use super::{
     age, arr, boolean, field, flag, format_label_selector, int, integer, name, opt_s, s, string,
     text, wide, Column, Printer, Row, AGE, NAME,
 };
+use apimachinery::duration::human_duration;
 
 pub(super) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     Some(match (group, kind) {
@@ -421,7 +421,7 @@ pub static PRIORITY_CLASS: Printer = Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::duration::parse_time;
+    use apimachinery::time::parse_time;
 
     fn now() -> chrono::DateTime<chrono::Utc> {
         parse_time("2026-01-10T12:00:00Z").expect("time")

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::duration::since;
 use super::{
     age, arr, field, format_labels, int, map_len, name, opt_s, s, string, text, wide, Printer, Row,
     AGE, NAME,
 };
+use apimachinery::time::since;
 
 pub(super) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     if !group.is_empty() {
@@ -475,7 +475,7 @@ pub static RESOURCE_QUOTA: Printer = Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::duration::parse_time;
+    use apimachinery::time::parse_time;
 
     fn now() -> DateTime<Utc> {
         parse_time("2026-01-10T12:00:00Z").expect("time")

@@ -12,8 +12,6 @@
 //! printer serves every version of a kind (`events.k8s.io/v1` Events are printed from
 //! their core `v1` storage, as upstream prints the internal version).
 
-pub mod duration;
-
 mod cluster;
 mod core;
 mod pod;
@@ -26,9 +24,7 @@ use serde_json::{json, Map, Value};
 use crate::api::codec;
 use crate::catalog::ResourceDef;
 use crate::request::Query;
-use crate::status::{ApiError, ApiResult};
-
-pub use duration::human_duration;
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Where a column's description comes from.
 #[derive(Clone, Copy, Debug)]
@@ -180,7 +176,7 @@ pub const DEFAULT_COLUMNS: &[Column] = &[
 
 fn default_row(v: &Value, _now: DateTime<Utc>) -> Row {
     let created = s(v, "/metadata/creationTimestamp");
-    let created = duration::parse_time(created)
+    let created = apimachinery::time::parse_time(created)
         .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
         .unwrap_or_else(|| "0001-01-01T00:00:00Z".into());
     Row::of(vec![name(v), json!(created)])
@@ -423,8 +419,8 @@ fn custom_row(custom: &crate::crd::CustomVersion, v: &Value, now: DateTime<Utc>)
             ("number", Some(Value::Number(n))) => n.as_f64().map_or(Value::Null, |f| json!(f)),
             ("boolean", Some(b @ Value::Bool(_))) => b,
             ("string", Some(x)) => json!(crate::crd::jsonpath::to_text(&x)),
-            ("date", Some(Value::String(t))) => match duration::parse_time(&t) {
-                Some(t) => json!(duration::elapsed(t, now)),
+            ("date", Some(Value::String(t))) => match apimachinery::time::parse_time(&t) {
+                Some(t) => json!(apimachinery::time::elapsed(t, now)),
                 None => json!("<invalid>"),
             },
             _ => Value::Null,
@@ -479,7 +475,7 @@ pub(crate) fn name(v: &Value) -> Value {
 
 /// The object's age as a cell.
 pub(crate) fn age(v: &Value, now: DateTime<Utc>) -> Value {
-    json!(duration::since(
+    json!(apimachinery::time::since(
         opt_s(v, "/metadata/creationTimestamp"),
         now
     ))
@@ -507,7 +503,9 @@ pub(crate) fn format_labels(m: Option<&Value>) -> String {
 /// `metav1.LabelSelectorAsSelector(sel).String()`: empty for empty or missing selectors,
 /// `<invalid>` for bad ones.
 pub(crate) fn selector_string(sel: Option<&Value>) -> String {
-    match crate::selector::LabelSelector::from_label_selector_json(sel.unwrap_or(&Value::Null)) {
+    match apimachinery::selector::LabelSelector::from_label_selector_json(
+        sel.unwrap_or(&Value::Null),
+    ) {
         Ok(s) => s.to_string(),
         Err(_) => "<invalid>".into(),
     }
@@ -516,7 +514,9 @@ pub(crate) fn selector_string(sel: Option<&Value>) -> String {
 /// `metav1.FormatLabelSelector`: `<none>` for empty or missing selectors, `<error>` for
 /// bad ones.
 pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
-    match crate::selector::LabelSelector::from_label_selector_json(sel.unwrap_or(&Value::Null)) {
+    match apimachinery::selector::LabelSelector::from_label_selector_json(
+        sel.unwrap_or(&Value::Null),
+    ) {
         Ok(s) => {
             let s = s.to_string();
             if s.is_empty() {

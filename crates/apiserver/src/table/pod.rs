@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::duration::{elapsed, parse_time};
 use super::{arr, deleting, field, name, opt_s, s, string, text, wide, Printer, Row, AGE, NAME};
+use apimachinery::time::{elapsed, parse_time};
 
 const POD_SPEC: &str = "io.k8s.api.core.v1.PodSpec";
 const POD_STATUS: &str = "io.k8s.api.core.v1.PodStatus";

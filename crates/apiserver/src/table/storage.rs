@@ -359,7 +359,7 @@ pub static VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::duration::parse_time;
+    use apimachinery::time::parse_time;
 
     fn now() -> chrono::DateTime<chrono::Utc> {
         parse_time("2026-01-10T12:00:00Z").expect("time")

@@ -1,31 +1,13 @@
 //! Printers against what a real kube-apiserver 1.36 answered
-//! (`shared/reference/kube-apiserver-1.36/tables`): column definitions exactly, and the
+//! (`tests/fixtures/kube-apiserver-1.36/tables`): column definitions exactly, and the
 //! cells of the recorded objects (`objects/`), ages aside.
-
-use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
 use super::*;
 use crate::catalog::Catalog;
 
-fn reference_dir() -> Option<PathBuf> {
-    let rel = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kube-apiserver-1.36");
-    [
-        rel,
-        PathBuf::from("/work/shared/reference/kube-apiserver-1.36"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-}
-
-fn fixture(path: &str) -> Value {
-    let dir = reference_dir().expect("reference responses (shared/reference) not found");
-    let p = dir.join(path);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use crate::reference::fixture;
 
 /// Table fixture, its resource, and the object fixtures of its rows.
 const TABLES: &[(&str, &str, &str, &[&str])] = &[
@@ -220,7 +202,7 @@ fn tables_and_headers() {
     let created = json!({"metadata": {"name": "c", "creationTimestamp": "2026-11-29T09:00:00Z"}});
     let at = |now: &str| {
         Tabulator::new(def("", "configmaps"), TableOptions::default())
-            .at(duration::parse_time(now).expect("time"))
+            .at(apimachinery::time::parse_time(now).expect("time"))
             .row(&created)
             .expect("row")["cells"][2]
             .clone()

@@ -5,12 +5,12 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::duration::{elapsed, parse_time, since};
 use super::{
     age, arr, bool_word, containers, field, format_label_selector, format_labels, int,
     int_or_string, integer, name, opt_s, s, selector_string, string, text, wide, Column, Printer,
     Row, AGE, NAME,
 };
+use apimachinery::time::{elapsed, parse_time, since};
 
 const CONTAINERS: Column = wide(string(
     "Containers",

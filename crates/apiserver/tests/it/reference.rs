@@ -1,4 +1,4 @@
-//! Comparison with what a real kube-apiserver 1.36 answered (`../shared/reference`):
+//! Comparison with what a real kube-apiserver 1.36 answered (`tests/fixtures/kube-apiserver-1.36`):
 //! error `Status` bodies, discovery documents and watch framing. The server builds its
 //! own answers; these tests only read the recorded responses to compare.
 

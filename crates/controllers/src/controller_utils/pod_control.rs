@@ -86,28 +86,12 @@ pub fn validate_controller_ref(r: &OwnerReference) -> Result<(), String> {
     Ok(())
 }
 
-/// RFC 1123 subdomain, as pod names must be.
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            match (b.first(), b.last()) {
-                (Some(f), Some(l)) => {
-                    alnum(f) && alnum(l) && b.iter().all(|c| alnum(c) || *c == b'-')
-                }
-                _ => false,
-            }
-        })
-}
-
 /// The `generateName` of pods of the controller named `name`: `<name>-`, or `name`
 /// alone when the dash would make an invalid prefix.
 pub fn pods_prefix(name: &str) -> String {
     // a trailing dash is fine in a prefix: validate it as if it were a letter
     let masked = format!("{name}a");
-    if is_dns_subdomain(&masked) {
+    if apimachinery::names::is_dns1123_subdomain(&masked).is_empty() {
         format!("{name}-")
     } else {
         name.to_string()

@@ -44,6 +44,7 @@ pub(crate) mod testutil;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use apimachinery::selector::LabelSelector;
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::{Change, Store};
 use coxswain_runtime::client::{Client, ListOptions};
@@ -53,7 +54,6 @@ use coxswain_runtime::controller::{
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::EventHandler;
 use coxswain_runtime::manager::Manager;
-use coxswain_runtime::selector::LabelSelector;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -179,7 +179,7 @@ fn deployments_selecting(deployments: &Store<Deployment>, rs: &ReplicaSet) -> Ve
         .filter(|d| {
             selector_of(d)
                 .and_then(usable_selector)
-                .is_some_and(|s| s.matches(labels))
+                .is_some_and(|s| s.matches_labels(labels))
         })
         .map(|d| ObjectKey::of(d.as_ref()))
         .collect()
@@ -273,7 +273,7 @@ impl PodHandler {
         self.pods
             .list_namespace(ns)
             .into_iter()
-            .filter(|p| selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty)))
+            .filter(|p| selector.matches_labels(p.metadata.labels.as_ref().unwrap_or(&empty)))
             .filter(|p| controller_of(&p.metadata).is_some_and(|r| rs_uids.contains(&r.uid)))
             .count()
     }
@@ -412,7 +412,7 @@ impl DeploymentReconciler {
         let mut first_error: Option<Error> = None;
         let mut can_adopt: Option<Result<(), String>> = None;
         for rs in all {
-            let matches = selector.matches(rs.metadata.labels.as_ref().unwrap_or(&empty));
+            let matches = selector.matches_labels(rs.metadata.labels.as_ref().unwrap_or(&empty));
             match controller_of(&rs.metadata) {
                 Some(r) if r.uid == uid => {
                     if matches {

@@ -91,7 +91,7 @@ impl<K: ReplicaSetKind> PodHandler<K> {
                 rs.spec_view().is_ok_and(|s| {
                     s.selector
                         .as_ref()
-                        .is_some_and(|sel| !sel.is_empty() && sel.matches(labels))
+                        .is_some_and(|sel| !sel.is_empty() && sel.matches_labels(labels))
                 })
             })
             .map(|rs| ObjectKey::of(rs.as_ref()))

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use coxswain_runtime::selector::LabelSelector;
+use apimachinery::selector::LabelSelector;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{
     PodTemplateSpec, ReplicationController, ReplicationControllerCondition,
@@ -33,7 +33,9 @@ pub struct Spec {
 impl Spec {
     /// Whether the selector selects `labels`.
     pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.selector.as_ref().is_some_and(|s| s.matches(labels))
+        self.selector
+            .as_ref()
+            .is_some_and(|s| s.matches_labels(labels))
     }
 }
 

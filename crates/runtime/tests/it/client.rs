@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::selector::LabelSelector;
 use coxswain_runtime::cache::Cache;
 use coxswain_runtime::client::{Client, ListOptions};
 use coxswain_runtime::envtest;
-use coxswain_runtime::selector::LabelSelector;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -24,12 +24,14 @@ mod parse;
 mod tests;
 mod value;
 
+use apimachinery::field::child;
+use apimachinery::gofmt::quote as go_quote;
 use check::{schema_ty, Checker, Ty};
 use eval::{Env, Val, COST_EXCEEDED};
 use parse::{render_issues, Expr};
 use serde_json::Value as J;
 
-pub use crate::validation::FieldCause;
+pub use apimachinery::field::Cause;
 
 /// Upstream `PerCallLimit` (cost units per rule evaluation).
 pub const PER_CALL_LIMIT: i64 = 1_000_000;
@@ -117,54 +119,17 @@ fn compile(rule: &J, node: &J, root: bool) -> Compiled {
     c
 }
 
-/// Go `%q` rendering of a string.
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go `encoding/json` rendering (HTML-safe escaping).
-fn go_json(v: &J) -> String {
-    serde_json::to_string(v)
-        .unwrap_or_default()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-}
-
 fn render_value(v: &J) -> String {
     match v {
         J::String(s) => go_quote(s),
-        other => go_json(other),
+        other => apimachinery::gofmt::json(other),
     }
 }
 
 struct State {
     budget: i64,
-    errs: Vec<FieldCause>,
+    errs: Vec<Cause>,
     stop: bool,
-}
-
-fn child(p: &str, name: &str) -> String {
-    if p.is_empty() {
-        name.to_string()
-    } else {
-        format!("{p}.{name}")
-    }
 }
 
 fn shown(p: &str) -> String {
@@ -181,7 +146,7 @@ fn shown(p: &str) -> String {
 /// Transition rules (using `oldSelf`) only run where a correlatable old value
 /// exists, unless the rule sets `optionalOldSelf: true`, in which case `oldSelf`
 /// is an optional value. Causes are returned in evaluation order.
-pub fn validate(schema: &J, obj: &J, old: Option<&J>) -> Vec<FieldCause> {
+pub fn validate(schema: &J, obj: &J, old: Option<&J>) -> Vec<Cause> {
     let mut st = State {
         budget: RUNTIME_BUDGET,
         errs: Vec::new(),
@@ -307,9 +272,9 @@ fn walk(
     }
 }
 
-fn invalid_typed(path: &str, ns: &J, msg: String) -> FieldCause {
-    FieldCause {
-        reason: INVALID,
+fn invalid_typed(path: &str, ns: &J, msg: String) -> Cause {
+    Cause {
+        reason: INVALID.into(),
         message: format!("Invalid value: {}: {msg}", go_quote(eval::stype(ns))),
         field: shown(path),
     }
@@ -444,26 +409,26 @@ fn node_rules(vs: &J, ns: &J, v: &J, old: Option<&J>, path: &str, root: bool, st
             continue;
         }
         let cause = match rule_str(rule, "reason") {
-            "FieldValueForbidden" => FieldCause {
-                reason: FORBIDDEN,
+            "FieldValueForbidden" => Cause {
+                reason: FORBIDDEN.into(),
                 message: format!("Forbidden: {detail}"),
                 field: shown(&fpath),
             },
-            "FieldValueRequired" => FieldCause {
-                reason: REQUIRED,
+            "FieldValueRequired" => Cause {
+                reason: REQUIRED.into(),
                 message: format!("Required value: {detail}"),
                 field: shown(&fpath),
             },
-            "FieldValueDuplicate" => FieldCause {
-                reason: DUPLICATE,
+            "FieldValueDuplicate" => Cause {
+                reason: DUPLICATE.into(),
                 message: match value {
                     Some(v) => format!("Duplicate value: {v}"),
                     None => "Duplicate value".to_string(),
                 },
                 field: shown(&fpath),
             },
-            _ => FieldCause {
-                reason: INVALID,
+            _ => Cause {
+                reason: INVALID.into(),
                 message: match value {
                     Some(v) => format!("Invalid value: {v}: {detail}"),
                     None => format!("Invalid value: {detail}"),
@@ -558,7 +523,7 @@ pub fn normalize_field_path(fp: &str, schema: &J) -> Option<String> {
 /// `messageExpression`) that does not compile, at
 /// `{path}...x-kubernetes-validations[j].rule`, shaped like upstream's
 /// `field.Invalid(path, rule, detail)` with the rule rendered as JSON.
-pub fn check_rules(schema: &J, path: &str) -> Vec<FieldCause> {
+pub fn check_rules(schema: &J, path: &str) -> Vec<Cause> {
     let mut out = Vec::new();
     check_node(schema, schema, path, true, &mut out, 0);
     out
@@ -573,10 +538,10 @@ fn rule_json(rule: &J) -> String {
         "FieldPath": rule_str(rule, "fieldPath"),
         "OptionalOldSelf": rule.get("optionalOldSelf").filter(|r| r.is_boolean()),
     });
-    go_json(&o)
+    apimachinery::gofmt::json_ordered(&o)
 }
 
-fn check_node(vs: &J, ns: &J, path: &str, root: bool, out: &mut Vec<FieldCause>, depth: usize) {
+fn check_node(vs: &J, ns: &J, path: &str, root: bool, out: &mut Vec<Cause>, depth: usize) {
     if depth > 256 || !vs.is_object() {
         return;
     }
@@ -585,16 +550,16 @@ fn check_node(vs: &J, ns: &J, path: &str, root: bool, out: &mut Vec<FieldCause>,
             let c = compile(rule, ns, root);
             let rp = format!("{path}.x-kubernetes-validations[{j}]");
             if let Some(e) = c.error {
-                out.push(FieldCause {
-                    reason: INVALID,
+                out.push(Cause {
+                    reason: INVALID.into(),
                     message: format!("Invalid value: {}: {e}", rule_json(rule)),
                     field: format!("{rp}.rule"),
                 });
             }
             if c.expr.is_some() && !c.uses_old_self {
                 if let Some(b) = rule.get("optionalOldSelf").and_then(J::as_bool) {
-                    out.push(FieldCause {
-                        reason: INVALID,
+                    out.push(Cause {
+                        reason: INVALID.into(),
                         message: format!(
                             "Invalid value: {b}: may not be set if oldSelf is not used in rule"
                         ),
@@ -610,8 +575,8 @@ fn check_node(vs: &J, ns: &J, path: &str, root: bool, out: &mut Vec<FieldCause>,
                     ("oldSelf".to_string(), ty),
                 ];
                 if let Err(e) = compile_one(me, &vars, true) {
-                    out.push(FieldCause {
-                        reason: INVALID,
+                    out.push(Cause {
+                        reason: INVALID.into(),
                         message: format!("Invalid value: {}: {e}", rule_json(rule)),
                         field: format!("{rp}.messageExpression"),
                     });

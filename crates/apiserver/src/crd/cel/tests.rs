@@ -1,6 +1,6 @@
 //! Cases ported from upstream `schema/cel/validation_test.go`.
 
-use super::{check_rules, validate, FieldCause};
+use super::{check_rules, validate, Cause};
 use serde_json::{json, Value};
 
 /// Schema with properties val1..valN of the given types and one rule at the root.
@@ -392,8 +392,8 @@ fn schema_levels_and_message_shapes() {
     let errs = validate(&s, &json!({"spec":{"m":1}}), None);
     assert_eq!(
         errs,
-        vec![FieldCause {
-            reason: "FieldValueInvalid",
+        vec![Cause {
+            reason: "FieldValueInvalid".into(),
             message: "Invalid value: failed rule: self.m == 2".into(),
             field: "spec".into()
         }]
@@ -524,8 +524,8 @@ fn reason_and_field_path() {
         let errs = validate(&s, &obj, None);
         assert_eq!(
             errs,
-            vec![FieldCause {
-                reason,
+            vec![Cause {
+                reason: reason.into(),
                 message: msg.into(),
                 field: field.into()
             }],
@@ -1200,8 +1200,8 @@ fn transition_rule_skipping_and_schema_levels() {
     let errs = validate(&s, &json!({"n": 1}), None);
     assert_eq!(
         errs,
-        vec![FieldCause {
-            reason: "FieldValueInvalid",
+        vec![Cause {
+            reason: "FieldValueInvalid".into(),
             message: "Invalid value: 1: too small".into(),
             field: "n".into()
         }]
@@ -1223,18 +1223,18 @@ fn reason_and_field_path_upstream() {
     assert_eq!(
         errs,
         vec![
-            FieldCause {
-                reason: "FieldValueDuplicate",
+            Cause {
+                reason: "FieldValueDuplicate".into(),
                 message: "Duplicate value".into(),
                 field: "field2".into()
             },
-            FieldCause {
-                reason: "FieldValueRequired",
+            Cause {
+                reason: "FieldValueRequired".into(),
                 message: "Required value: failed rule: self.field3 != \"value3\"".into(),
                 field: "field3".into()
             },
-            FieldCause {
-                reason: "FieldValueForbidden",
+            Cause {
+                reason: "FieldValueForbidden".into(),
                 message: "Forbidden: failed rule: self.field1 != \"value1\"".into(),
                 field: "field1".into()
             },
@@ -1246,8 +1246,8 @@ fn reason_and_field_path_upstream() {
     let errs = validate(&s, &json!({"f":{"m":1}}), None);
     assert_eq!(
         errs,
-        vec![FieldCause {
-            reason: "FieldValueForbidden",
+        vec![Cause {
+            reason: "FieldValueForbidden".into(),
             message: "Forbidden: failed rule: self.m == 2".into(),
             field: "f.m".into()
         }]

@@ -11,16 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// `shared/reference/kube-apiserver-1.36` next to the repository (as CI lays it out),
-/// else under /work/shared.
+/// The answers of a real kube-apiserver 1.36, recorded in
+/// `tests/fixtures/kube-apiserver-1.36` (see its README).
 pub fn reference_dir() -> PathBuf {
-    let rel = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kube-apiserver-1.36");
-    if rel.exists() {
-        rel
-    } else {
-        PathBuf::from("/work/shared/reference/kube-apiserver-1.36")
-    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube-apiserver-1.36")
 }
 
 /// A recorded JSON answer.

@@ -1,0 +1,29 @@
+//! What every coxswain component shares of Kubernetes' apimachinery.
+//!
+//! Upstream keeps these in `k8s.io/apimachinery`, used by the API server, client-go, the
+//! controllers and kubectl alike; coxswain does the same, so each rule exists once:
+//!
+//! - [`status`]: `Status` errors ([`status::ApiError`]) with upstream's codes, reasons
+//!   and messages;
+//! - [`field`]: field errors (`field.Invalid`, `field.Required`, ...) and the lists
+//!   that become `Invalid` Status errors;
+//! - [`names`]: DNS-1123/1035 names, qualified names, label values and the other
+//!   `util/validation` rules;
+//! - [`selector`]: label and field selectors, parsed and matched;
+//! - [`quantity`]: resource quantities;
+//! - [`duration`]: Go durations and `kubectl`'s human durations;
+//! - [`time`]: `metav1.Time` and `MicroTime` formats, civil dates, ages;
+//! - [`gofmt`]: Go's `%q`, `%v` and `encoding/json` renderings, which upstream's
+//!   messages are made of.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod duration;
+pub mod field;
+pub mod gofmt;
+pub mod names;
+pub mod quantity;
+pub mod selector;
+pub mod status;
+pub mod time;
