@@ -6,8 +6,7 @@
 
 use std::time::Instant;
 
-use coxswain_apiserver::api::managed;
-use coxswain_apiserver::catalog::{Catalog, Subresource};
+use coxswain_apiserver::bench;
 use serde_json::{json, Value};
 
 /// The allocator of the `coxswain` binary, so the figures are the product's.
@@ -67,12 +66,11 @@ fn time<F: FnMut()>(name: &str, n: u32, mut f: F) {
 }
 
 fn main() {
-    let c = Catalog::builtin();
-    let pods = c.lookup("", "v1", "pods").expect("pods");
-    let deployments = c.lookup("apps", "v1", "deployments").expect("deployments");
+    let pods = bench::resource("", "v1", "pods").expect("pods");
+    let deployments = bench::resource("apps", "v1", "deployments").expect("deployments");
     println!("field management per write (one core)");
     let mut created = pod();
-    managed::record_update(pods, None, "kube-controller-manager", None, &mut created);
+    pods.record_update(false, "kube-controller-manager", None, &mut created);
     // stored objects have a uid (the field manager validates only objects without one)
     created["metadata"]["uid"] = json!("5b7e7a52-2f4c-4b8e-9d0a-6f1e2d3c4b5a");
     created["metadata"]["creationTimestamp"] = json!("2026-11-29T10:00:00Z");
@@ -82,37 +80,27 @@ fn main() {
     });
     time("create: Pod managedFields", 2000, || {
         let mut p = pod();
-        managed::record_update(pods, None, "kube-controller-manager", None, &mut p);
+        pods.record_update(false, "kube-controller-manager", None, &mut p);
     });
     let mut status = running(created.clone());
-    managed::record_update(
-        pods,
-        Some(Subresource::Status),
-        "kubelet",
-        Some(&created),
-        &mut status,
-    );
+    pods.record_update(true, "kubelet", Some(&created), &mut status);
     time("status update: Pod Running (kubelet)", 2000, || {
         let mut p = running(created.clone());
-        managed::record_update(
-            pods,
-            Some(Subresource::Status),
-            "kubelet",
-            Some(&created),
-            &mut p,
-        );
+        pods.record_update(true, "kubelet", Some(&created), &mut p);
     });
     time("update: one label on a running Pod", 2000, || {
         let mut p = status.clone();
         p["metadata"]["labels"]["extra"] = json!("x");
-        managed::record_update(pods, None, "kubectl-label", Some(&status), &mut p);
+        pods.record_update(false, "kubectl-label", Some(&status), &mut p);
     });
     let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}});
-    let mut live = managed::apply(deployments, None, "kubectl", None, &dep, false).expect("apply");
+    let mut live = deployments
+        .apply("kubectl", None, &dep, false)
+        .expect("apply");
     live["metadata"]["uid"] = json!("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d");
     time("apply: Deployment, unchanged config", 2000, || {
-        let _ = managed::apply(deployments, None, "kubectl", Some(&live), &dep, false);
+        let _ = deployments.apply("kubectl", Some(&live), &dep, false);
     });
 }

@@ -5,5 +5,6 @@
 mod common;
 mod crds;
 mod kube_rs;
+mod layers;
 mod reference;
 mod tables;

@@ -113,7 +113,7 @@ async fn informer_syncs_and_delivers_changes_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_informer_and_one_watch_per_kind_is_shared() {
     let env = envtest::start().await.expect("env");
-    let before = env.server().store.watcher_count();
+    let before = env.server().watcher_count();
     let cache = Cache::new(env.client.clone(), CancellationToken::new());
     let a = cache.informer::<ConfigMap>();
     let b = cache.informer::<ConfigMap>();
@@ -122,7 +122,7 @@ async fn one_informer_and_one_watch_per_kind_is_shared() {
     b.wait_for_sync().await;
     assert_eq!(cache.informer_count(), 1);
     eventually("one watch connection", || {
-        env.server().store.watcher_count() == before + 1
+        env.server().watcher_count() == before + 1
     })
     .await;
     // a different selector is a different informer
@@ -133,7 +133,7 @@ async fn one_informer_and_one_watch_per_kind_is_shared() {
     c.wait_for_sync().await;
     assert_eq!(cache.informer_count(), 2);
     eventually("two watch connections", || {
-        env.server().store.watcher_count() == before + 2
+        env.server().watcher_count() == before + 2
     })
     .await;
 }

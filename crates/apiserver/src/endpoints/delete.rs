@@ -1,0 +1,374 @@
+//! DELETE and DELETECOLLECTION: preconditions, propagation finalizers, graceful pod
+//! deletion, finalizer-held objects and namespace termination.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::{Api, Reply};
+use crate::endpoints::filter::Filter;
+use crate::endpoints::request::{ListOptions, Query, Target};
+use crate::registry::catalog::ResourceDef;
+use crate::registry::strategy;
+use crate::storage::store::{object_key, EventType, StoredObject, WriteAction};
+use apimachinery::status::{success_status, ApiError, ApiResult};
+
+/// Parsed `DeleteOptions` (body and query).
+#[derive(Debug, Default)]
+struct DeleteOptions {
+    grace_period: Option<i64>,
+    propagation: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    dry_run: bool,
+}
+
+fn parse_options(query: &Query, body: &Bytes) -> ApiResult<DeleteOptions> {
+    let mut o = DeleteOptions::default();
+    if !body.is_empty() {
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        o.grace_period = v.get("gracePeriodSeconds").and_then(Value::as_i64);
+        o.propagation = v
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+            && o.propagation.is_none()
+        {
+            o.propagation = Some("Orphan".into());
+        }
+        o.uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        o.resource_version = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        o.dry_run = v
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "All"));
+    }
+    if let Some(g) = query.int("gracePeriodSeconds")? {
+        o.grace_period = Some(g);
+    }
+    if let Some(p) = query.get("propagationPolicy") {
+        o.propagation = Some(p.to_string());
+    }
+    if query.get("dryRun") == Some("All") {
+        o.dry_run = true;
+    }
+    if let Some(p) = &o.propagation {
+        if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![apimachinery::status::Cause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
+                    field: "propagationPolicy".into(),
+                }],
+            ));
+        }
+    }
+    Ok(o)
+}
+
+fn add_finalizer(obj: &mut Value, f: &str) {
+    if let Some(m) = strategy::meta_mut(obj) {
+        let list = m.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(a) = list.as_array_mut() {
+            if !a.iter().any(|x| x == f) {
+                a.push(json!(f));
+            }
+        }
+    }
+}
+
+/// Decide what deleting `current` does.
+fn decide(
+    def: &ResourceDef,
+    current: &Arc<StoredObject>,
+    opts: &DeleteOptions,
+    name: &str,
+) -> ApiResult<WriteAction> {
+    let original = current.value()?;
+    let mut obj = original.clone();
+    if let Some(uid) = &opts.uid {
+        let have = strategy::meta_str(&obj, "uid").unwrap_or("");
+        if uid != have {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!("the UID in the precondition ({uid}) does not match the UID in record ({have}). The object might have been deleted and then recreated"),
+            )
+            .with_kind_name(def.kind));
+        }
+    }
+    if let Some(rv) = &opts.resource_version {
+        if *rv != current.rv.to_string() {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified", current.rv),
+            )
+            .with_kind_name(def.kind));
+        }
+    }
+    let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+    if def.kind == "Namespace" {
+        let has_spec_fin = obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let has_meta_fin = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if !has_spec_fin && !has_meta_fin {
+            return Ok(WriteAction::Delete(None));
+        }
+        if already_deleting {
+            return Ok(WriteAction::Unchanged(Arc::clone(current)));
+        }
+        if let Some(m) = strategy::meta_mut(&mut obj) {
+            m.insert(
+                "deletionTimestamp".into(),
+                json!(apimachinery::time::now_rfc3339()),
+            );
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        // upstream's namespace Delete sets the propagation finalizers too
+        match opts.propagation.as_deref() {
+            Some("Orphan") => add_finalizer(&mut obj, "orphan"),
+            Some("Foreground") => add_finalizer(&mut obj, "foregroundDeletion"),
+            _ => {}
+        }
+        if let Some(o) = obj.as_object_mut() {
+            let status = o.entry("status").or_insert_with(|| json!({}));
+            if let Some(s) = status.as_object_mut() {
+                s.insert("phase".into(), json!("Terminating"));
+            }
+        }
+        return Ok(WriteAction::Put(obj));
+    }
+    if def.group == "apiextensions.k8s.io"
+        && def.kind == "CustomResourceDefinition"
+        && !already_deleting
+    {
+        // upstream's CRD REST Delete: the cleanup finalizer and Terminating condition
+        add_finalizer(&mut obj, crate::registry::custom::CLEANUP_FINALIZER);
+        let mut conditions: Vec<Value> = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        crate::registry::custom::names::set_condition(
+            &mut conditions,
+            "Terminating",
+            true,
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+            &apimachinery::time::now_rfc3339(),
+        );
+        if !obj["status"].is_object() {
+            obj["status"] = json!({});
+        }
+        obj["status"]["conditions"] = Value::Array(conditions);
+    }
+    match opts.propagation.as_deref() {
+        Some("Orphan") => add_finalizer(&mut obj, "orphan"),
+        Some("Foreground") => add_finalizer(&mut obj, "foregroundDeletion"),
+        _ => {}
+    }
+    let has_finalizers = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    // graceful pod deletion: a scheduled, still running pod waits for its kubelet
+    let grace = if def.kind == "Pod" {
+        let phase = obj
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let scheduled = obj
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let g = opts
+            .grace_period
+            .or_else(|| {
+                obj.pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+            })
+            .unwrap_or(30);
+        if scheduled && g > 0 && phase != "Succeeded" && phase != "Failed" {
+            Some(g)
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    if !has_finalizers && grace.is_none() {
+        return Ok(WriteAction::Delete(None));
+    }
+    if let Some(m) = strategy::meta_mut(&mut obj) {
+        match grace {
+            Some(g) => {
+                // a second delete may shorten the grace period, never extend it
+                let existing = m.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+                if existing.is_none_or(|e| g < e) {
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        json!(apimachinery::time::rfc3339_in(g)),
+                    );
+                    m.insert("deletionGracePeriodSeconds".into(), json!(g));
+                }
+            }
+            None => {
+                if !already_deleting {
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        json!(apimachinery::time::now_rfc3339()),
+                    );
+                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                }
+            }
+        }
+    }
+    if def.kind == "Pod" {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            if let Some(g) = grace {
+                spec.insert("terminationGracePeriodSeconds".into(), json!(g));
+            }
+        }
+    }
+    if obj == original {
+        return Ok(WriteAction::Unchanged(Arc::clone(current)));
+    }
+    Ok(WriteAction::Put(obj))
+}
+
+impl Api {
+    /// Delete one object with default options (background propagation).
+    pub(crate) async fn delete_quietly(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+    ) -> ApiResult<()> {
+        self.delete_one(def, ns, name, &DeleteOptions::default())
+            .await
+            .map(|_| ())
+    }
+
+    async fn delete_one(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<(Option<EventType>, Arc<StoredObject>)> {
+        let key = object_key(ns, name);
+        let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
+            .field_selectors
+            .to_vec();
+        let outcome = self
+            .store
+            .write(
+                &def.storage_key(),
+                &key,
+                &selectable,
+                opts.dry_run,
+                |current, _| {
+                    let Some(current) = current else {
+                        return Err(ApiError::not_found(def.group, def.plural, name));
+                    };
+                    decide(def, current, opts, name)
+                },
+            )
+            .await?;
+        Ok((outcome.event, outcome.object))
+    }
+
+    pub(super) async fn delete(
+        &self,
+        target: &Target,
+        query: &Query,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        if target.subresource.is_some() {
+            return Err(ApiError::method_not_allowed(
+                "delete is not supported on this subresource",
+            ));
+        }
+        let opts = parse_options(query, body)?;
+        let name = target.name.clone().unwrap_or_default();
+        let (event, obj) = self
+            .delete_one(def, target.namespace.as_deref(), &name, &opts)
+            .await?;
+        match event {
+            Some(EventType::Deleted) if def.kind != "Pod" => {
+                let uid = obj
+                    .value()
+                    .ok()
+                    .and_then(|v| strategy::meta_str(&v, "uid").map(str::to_string))
+                    .unwrap_or_default();
+                Ok(Reply::json(
+                    StatusCode::OK,
+                    &success_status(def.group, def.plural, &name, &uid),
+                ))
+            }
+            // pods and objects that remain (finalizers, grace) answer with the object
+            _ => Ok(Reply::json_bytes(
+                StatusCode::OK,
+                crate::registry::versions::present(def, &obj)?,
+            )),
+        }
+    }
+
+    pub(super) async fn delete_collection(
+        &self,
+        target: &Target,
+        query: &Query,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let opts = parse_options(query, body)?;
+        let list_opts = ListOptions::parse(query, false)?;
+        let filter = Filter::for_request(target, &list_opts)?;
+        let snapshot = self.store.snapshot(&def.storage_key());
+        let mut items = Vec::new();
+        for (k, o) in snapshot.table.iter() {
+            if !filter.matches(k, o) {
+                continue;
+            }
+            let (ns, name) = match k.split_once('/') {
+                Some((ns, n)) if def.namespaced => (Some(ns), n),
+                _ => (None, k.as_str()),
+            };
+            match self.delete_one(def, ns, name, &opts).await {
+                Ok((_, obj)) => items.push(obj),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for i in items {
+            out.push(crate::registry::versions::present_value(def, i.value()?)?);
+        }
+        Ok(Reply::json(
+            StatusCode::OK,
+            &json!({"kind": def.list_kind(), "apiVersion": def.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": out}),
+        ))
+    }
+}

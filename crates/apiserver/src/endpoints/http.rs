@@ -1,0 +1,225 @@
+//! HTTP routing: authentication, health, version, discovery, OpenAPI and the resource
+//! API, as one axum handler.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use axum::Router;
+use http_body_util::BodyExt;
+
+use crate::endpoints::discovery;
+use crate::endpoints::request::{route_in, Query, Route};
+use crate::endpoints::{error_response, Api, Reply, MAX_BODY};
+use apimachinery::status::ApiError;
+
+/// What the HTTP layer needs.
+pub struct HttpState {
+    /// The resource API.
+    pub api: Arc<Api>,
+    /// Required bearer token (`None`: no authentication).
+    pub token: Option<String>,
+    /// `host:port` clients use (for `/api`).
+    pub server_address: String,
+}
+
+/// The router serving everything.
+pub fn router(state: Arc<HttpState>) -> Router {
+    Router::new().fallback(handle).with_state(state)
+}
+
+fn public_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
+        || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+fn authorized(state: &HttpState, headers: &HeaderMap) -> bool {
+    let Some(want) = &state.token else {
+        return true;
+    };
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| t.trim() == want)
+}
+
+fn json(v: &serde_json::Value) -> Response {
+    Reply::json(StatusCode::OK, v).into_response()
+}
+
+fn health(path: &str, query: &Query) -> Response {
+    let name = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("healthz");
+    let body = if query.get("verbose").is_some() {
+        format!("[+]ping ok\n[+]etcd ok\n[+]poststarthook/start-apiextensions-informers ok\n{name} check passed\n")
+    } else {
+        "ok".to_string()
+    };
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = Query::parse(parts.uri.query());
+    if !public_path(&path) && !authorized(&state, &parts.headers) {
+        return error_response(&ApiError::unauthorized());
+    }
+    let accept = parts
+        .headers
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    match path.as_str() {
+        "/healthz" | "/livez" | "/readyz" => return health(&path, &query),
+        p if p.starts_with("/healthz/")
+            || p.starts_with("/livez/")
+            || p.starts_with("/readyz/") =>
+        {
+            return health(&path, &query)
+        }
+        "/version" | "/version/" => return json(&discovery::version()),
+        "/openapi/v2" => {
+            // No v2 document: an empty protobuf body tells kubectl there is nothing to
+            // validate against, so it relies on v3 and server-side field validation.
+            let mut r = Response::new(Body::empty());
+            r.headers_mut().insert(
+                "content-type",
+                HeaderValue::from_static(
+                    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                ),
+            );
+            return r;
+        }
+        "/openapi/v3" | "/openapi/v3/" => {
+            let mut r = Response::new(Body::from(state.api.openapi().index.clone()));
+            r.headers_mut()
+                .insert("content-type", HeaderValue::from_static("application/json"));
+            return r;
+        }
+        p if p.starts_with("/openapi/v3/") => {
+            return openapi_document(&state, &p["/openapi/v3/".len()..], &query, &parts.headers)
+        }
+        _ => {}
+    }
+    let catalog = state.api.catalog();
+    let target = match route_in(&catalog, &path) {
+        Ok(Route::CoreVersions) => {
+            return if discovery::wants_aggregated(&accept) {
+                aggregated(discovery::aggregated(&catalog, true))
+            } else {
+                json(&discovery::core_versions(&state.server_address))
+            }
+        }
+        Ok(Route::Groups) => {
+            return if discovery::wants_aggregated(&accept) {
+                aggregated(discovery::aggregated(&catalog, false))
+            } else {
+                json(&discovery::group_list(&catalog))
+            }
+        }
+        Ok(Route::Group(g)) => {
+            return match discovery::group(&catalog, &g) {
+                Some(v) => json(&v),
+                None => error_response(&ApiError::path_not_found()),
+            }
+        }
+        Ok(Route::ResourceList(g, v)) => return json(&discovery::resource_list(&catalog, &g, &v)),
+        Ok(Route::Resource(t)) => t,
+        Err(e) => return error_response(&e),
+    };
+    let body = match read_body(body, &parts.method).await {
+        Ok(b) => b,
+        Err(e) => return error_response(&e),
+    };
+    match state
+        .api
+        .serve(&parts.method, target, &query, &parts.headers, body)
+        .await
+    {
+        Ok(reply) => reply.into_response(),
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn read_body(body: Body, method: &Method) -> Result<bytes::Bytes, ApiError> {
+    if method == Method::GET {
+        return Ok(bytes::Bytes::new());
+    }
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::too_large())
+            } else {
+                Err(ApiError::bad_request(format!("reading request body: {e}")))
+            }
+        }
+    }
+}
+
+fn aggregated(v: serde_json::Value) -> Response {
+    let mut r = Reply::json(StatusCode::OK, &v).into_response();
+    r.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE),
+    );
+    r.headers_mut()
+        .insert("vary", HeaderValue::from_static("Accept"));
+    r
+}
+
+fn openapi_document(state: &HttpState, path: &str, query: &Query, headers: &HeaderMap) -> Response {
+    let api = state.api.openapi();
+    let Some(doc) = api.documents.get(path.trim_end_matches('/')) else {
+        return error_response(&ApiError::path_not_found());
+    };
+    if let Some(h) = query.get("hash") {
+        if h != doc.hash {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::MOVED_PERMANENTLY;
+            if let Ok(v) = HeaderValue::from_str(&format!("/openapi/v3/{path}?hash={}", doc.hash)) {
+                r.headers_mut().insert("location", v);
+            }
+            return r;
+        }
+    }
+    let etag = format!("\"{}\"", doc.hash);
+    if headers.get("if-none-match").and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        return r;
+    }
+    let mut r = Response::new(Body::from(doc.bytes.clone()));
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        r.headers_mut().insert("etag", v);
+    }
+    r.headers_mut()
+        .insert("vary", HeaderValue::from_static("Accept"));
+    if query.get("hash").is_some() {
+        r.headers_mut().insert(
+            "cache-control",
+            HeaderValue::from_static("public, immutable"),
+        );
+    }
+    r
+}

@@ -1,0 +1,428 @@
+//! The resource API: GET, LIST, WATCH, POST, PUT, PATCH and DELETE on the catalogue's
+//! resources and their subresources.
+//!
+//! Handlers here speak Kubernetes (targets, options, objects, `Status` errors); the
+//! HTTP framing lives in [`crate::endpoints::http`].
+
+mod apply;
+pub mod codec;
+mod convert;
+mod delete;
+pub mod discovery;
+pub mod filter;
+pub mod http;
+pub mod managed;
+pub mod negotiate;
+pub mod openapi;
+mod read;
+pub mod request;
+pub mod table;
+mod watch;
+mod write;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::endpoints::request::{Query, Target};
+use crate::registry::catalog::{Catalog, Subresource};
+use crate::storage::store::Store;
+use apimachinery::status::{ApiError, ApiResult};
+
+/// Largest request body accepted (upstream: 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Shared state of the resource API.
+pub struct Api {
+    /// The object store.
+    pub store: Arc<Store>,
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// The resources CustomResourceDefinitions define.
+    pub crds: crate::registry::custom::Registry,
+    /// Work run after writes of a resource (by storage key).
+    hooks: RwLock<Vec<(String, Arc<dyn WriteHook>)>>,
+    /// The OpenAPI documents of the catalogue they were built for.
+    openapi: Mutex<Option<(Arc<Catalog>, Arc<openapi::OpenApi>)>>,
+}
+
+/// Work the server does after every successful write of one resource, before the write
+/// is answered, so that what it changes is visible to the writer at once (the CRD
+/// controller: a created CRD is served when its POST returns).
+pub trait WriteHook: Send + Sync {
+    /// Run after a write of the hooked resource.
+    fn after_write<'a>(
+        &'a self,
+        api: &'a Arc<Api>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+}
+
+/// A response plus `Warning` headers to attach.
+pub struct Reply {
+    status: StatusCode,
+    body: Body,
+    content_type: &'static str,
+    warnings: Vec<String>,
+}
+
+impl Reply {
+    /// A JSON body from bytes.
+    pub fn json_bytes(status: StatusCode, bytes: Bytes) -> Reply {
+        Reply {
+            status,
+            body: Body::from(bytes),
+            content_type: "application/json",
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A JSON body from a value.
+    pub fn json(status: StatusCode, v: &Value) -> Reply {
+        Self::json_bytes(
+            status,
+            Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+        )
+    }
+
+    /// A streaming body.
+    pub fn stream(body: Body, content_type: &'static str) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            body,
+            content_type,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Add `Warning: 299 - "msg"` headers.
+    pub fn with_warnings(mut self, w: Vec<String>) -> Reply {
+        self.warnings = w;
+        self
+    }
+
+    /// Build the HTTP response.
+    pub fn into_response(self) -> Response {
+        let mut r = Response::new(self.body);
+        *r.status_mut() = self.status;
+        r.headers_mut()
+            .insert("content-type", HeaderValue::from_static(self.content_type));
+        for w in self.warnings {
+            let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+                r.headers_mut().append("warning", v);
+            }
+        }
+        r
+    }
+}
+
+/// An error as an HTTP response.
+pub fn error_response(e: &ApiError) -> Response {
+    let mut r = Reply::json(
+        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &e.to_status(),
+    )
+    .into_response();
+    if let Some(secs) = e.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert("retry-after", v);
+        }
+    }
+    r
+}
+
+impl Api {
+    /// The resource API over `store`, serving the custom resources of `crds`.
+    pub fn new(
+        store: Arc<Store>,
+        bookmark_interval: Duration,
+        crds: crate::registry::custom::Registry,
+    ) -> Api {
+        Api {
+            store,
+            bookmark_interval,
+            crds,
+            hooks: RwLock::new(Vec::new()),
+            openapi: Mutex::new(None),
+        }
+    }
+
+    /// The current catalogue (built-in kinds and custom resources).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.crds.catalog()
+    }
+
+    /// Run `hook` after every successful write of the resource stored under
+    /// `storage_key`.
+    pub fn add_write_hook(&self, storage_key: &str, hook: Arc<dyn WriteHook>) {
+        let mut hooks = match self.hooks.write() {
+            Ok(h) => h,
+            Err(p) => p.into_inner(),
+        };
+        hooks.push((storage_key.to_string(), hook));
+    }
+
+    fn hook_for(&self, storage_key: &str) -> Option<Arc<dyn WriteHook>> {
+        let hooks = match self.hooks.read() {
+            Ok(h) => h,
+            Err(p) => p.into_inner(),
+        };
+        hooks
+            .iter()
+            .find(|(k, _)| k == storage_key)
+            .map(|(_, h)| Arc::clone(h))
+    }
+
+    /// The OpenAPI documents of the current catalogue (built-in documents shared, custom
+    /// group-versions built on first use after a catalogue change).
+    pub fn openapi(&self) -> Arc<openapi::OpenApi> {
+        let catalog = self.catalog();
+        let mut guard = match self.openapi.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if let Some((built_for, docs)) = guard.as_ref() {
+            if Arc::ptr_eq(built_for, &catalog) {
+                return Arc::clone(docs);
+            }
+        }
+        let docs = Arc::new(openapi::with_custom(&catalog));
+        *guard = Some((catalog, Arc::clone(&docs)));
+        docs
+    }
+
+    /// Serve a request on a resource path.
+    pub async fn serve(
+        self: &Arc<Self>,
+        method: &Method,
+        target: Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> ApiResult<Reply> {
+        let hook = if method == Method::GET {
+            None
+        } else {
+            self.hook_for(&target.resource.storage_key())
+        };
+        let reply = self.serve_inner(method, target, query, headers, body).await;
+        if let (Some(hook), true) = (hook, reply.is_ok()) {
+            hook.after_write(self).await;
+        }
+        reply
+    }
+
+    async fn serve_inner(
+        self: &Arc<Self>,
+        method: &Method,
+        target: Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> ApiResult<Reply> {
+        let accept = headers
+            .get("accept")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let rendering = match negotiate::Rendering::negotiate(accept)? {
+            negotiate::Rendering::Table(opts) => {
+                negotiate::Rendering::Table(opts.with_query(query)?)
+            }
+            r => r,
+        };
+        if target.subresource == Some(Subresource::Binding) && method != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        if let Some(route) = convert::webhook_route(&target) {
+            return self
+                .serve_converted(method, target, query, headers, body, route)
+                .await;
+        }
+        if let Some(custom) = target.resource.custom {
+            if custom.terminating && method == Method::POST {
+                return Err(ApiError::method_not_allowed(
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
+        }
+        match (method.as_str(), target.name.is_some()) {
+            ("GET", true) => self.get(&target, query, rendering),
+            ("GET", false) => {
+                let opts =
+                    crate::endpoints::request::ListOptions::parse(query, target.legacy_watch)?;
+                if opts.watch {
+                    self.watch(&target, opts, rendering)
+                } else {
+                    self.list(&target, &opts, rendering)
+                }
+            }
+            ("POST", false) => self.create(&target, query, headers, &body).await,
+            ("POST", true) if target.subresource == Some(Subresource::Binding) => {
+                self.bind(&target, query, headers, &body).await
+            }
+            ("PUT", true) => self.update(&target, query, headers, &body).await,
+            ("PATCH", true) => self.patch(&target, query, headers, &body).await,
+            ("DELETE", true) => self.delete(&target, query, &body).await,
+            ("DELETE", false) if target.resource.delete_collection => {
+                self.delete_collection(&target, query, &body).await
+            }
+            _ => Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )),
+        }
+    }
+}
+
+/// The media type of a request body, without parameters.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// Decode a JSON, YAML or protobuf request body into an object; also return the paths
+/// of duplicated JSON keys (for `fieldValidation`).
+pub fn decode_body(
+    kind: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
+    if body.len() > MAX_BODY {
+        return Err(ApiError::too_large());
+    }
+    let ct = content_type(headers);
+    let json = |b: &[u8]| crate::machinery::json_dups::parse(b).map_err(|e| e.to_string());
+    let parsed: Result<(Value, Vec<String>), String> = match ct.as_str() {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            serde_yaml::from_slice::<Value>(body)
+                .map(|v| (v, Vec::new()))
+                .map_err(|e| e.to_string())
+        }
+        crate::machinery::protobuf::PROTOBUF_MEDIA_TYPE => {
+            match crate::machinery::protobuf::decode(body) {
+                Ok(v) => Ok((v, Vec::new())),
+                Err(e) => return Err(ApiError::new(415, "UnsupportedMediaType", e)),
+            }
+        }
+        _ => json(body),
+    };
+    match parsed {
+        Ok((v @ Value::Object(_), dups)) => Ok((v, dups)),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: expected an object"
+        ))),
+        Err(e) => {
+            let snippet: String = String::from_utf8_lossy(&body[..body.len().min(64)]).into_owned();
+            Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {e} ({snippet})"
+            )))
+        }
+    }
+}
+
+/// A PATCH body with its type.
+pub enum PatchBody {
+    /// `application/json-patch+json`.
+    Json(json_patch::Patch),
+    /// `application/merge-patch+json`.
+    Merge(Value),
+    /// `application/strategic-merge-patch+json`.
+    Strategic(Value),
+    /// `application/apply-patch+yaml` (server-side apply): the applied configuration.
+    Apply(Value),
+}
+
+impl PatchBody {
+    /// Parse by content type; 415 for unsupported types, 400 for malformed bodies.
+    pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<PatchBody> {
+        let parse_value = || -> ApiResult<Value> {
+            serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+        };
+        match content_type {
+            "application/json-patch+json" => {
+                let v = parse_value()?;
+                let p: json_patch::Patch = serde_json::from_value(v)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                Ok(PatchBody::Json(p))
+            }
+            "application/merge-patch+json" => Ok(PatchBody::Merge(parse_value()?)),
+            "application/apply-patch+yaml" => {
+                let v: Value = serde_yaml::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+                if !v.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding YAML: the applied configuration must be an object",
+                    ));
+                }
+                Ok(PatchBody::Apply(v))
+            }
+            "application/strategic-merge-patch+json" => {
+                let v = parse_value()?;
+                if !v.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: a strategic merge patch must be a JSON object",
+                    ));
+                }
+                Ok(PatchBody::Strategic(v))
+            }
+            _ => Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "415: Unsupported Media Type",
+            )),
+        }
+    }
+
+    /// Apply to `original`, whose schema definition is `definition`.
+    pub fn apply(&self, original: &Value, definition: &str) -> ApiResult<Value> {
+        match self {
+            PatchBody::Json(p) => {
+                let mut doc = original.clone();
+                json_patch::patch(&mut doc, p).map_err(|e| match e.kind {
+                    json_patch::PatchErrorKind::TestFailed => ApiError::new(
+                        422,
+                        "Invalid",
+                        "the server rejected our request due to an error in our request",
+                    ),
+                    _ => ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    ),
+                })?;
+                Ok(doc)
+            }
+            PatchBody::Merge(p) => {
+                let mut doc = original.clone();
+                json_patch::merge(&mut doc, p);
+                Ok(doc)
+            }
+            PatchBody::Strategic(p) => crate::machinery::patch::strategic(original, p, definition),
+            PatchBody::Apply(_) => Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "server-side apply is not supported here",
+            )),
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! `Accept` negotiation as upstream's `negotiation.NegotiateMediaTypeOptions`: the
+//! clauses of the header, best quality first, are matched against the media types the
+//! server serialises; parameters `as`, `g` and `v` ask for a transformation
+//! (`PartialObjectMetadata`, `PartialObjectMetadataList` or `Table` in `meta.k8s.io`
+//! `v1`/`v1beta1`). The first clause the server can serve wins; when none can, the
+//! request fails with 406 `NotAcceptable`.
+
+use crate::endpoints::table::{MetaVersion, TableOptions};
+use apimachinery::status::{ApiError, ApiResult};
+
+use crate::registry::catalog::ResourceDef;
+
+/// How objects are rendered in a response, negotiated from `Accept`
+/// ([`super::negotiate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rendering {
+    /// The whole object in the request's version.
+    Full,
+    /// `meta.k8s.io/v1` `PartialObjectMetadata`: kind, apiVersion and metadata only.
+    Metadata,
+    /// A `meta.k8s.io` `Table` ([`crate::registry::table`]).
+    Table(TableOptions),
+}
+
+impl Rendering {
+    /// From an `Accept` header: the first clause this server can produce wins; 406 when
+    /// there is none.
+    pub fn negotiate(accept: &str) -> ApiResult<Rendering> {
+        negotiate(accept)
+    }
+
+    /// `kind` and `apiVersion` of a list in this rendering.
+    pub fn list_kind(self, def: &ResourceDef) -> (String, String) {
+        match self {
+            Rendering::Full => (def.list_kind(), def.api_version()),
+            Rendering::Metadata => ("PartialObjectMetadataList".into(), "meta.k8s.io/v1".into()),
+            Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
+        }
+    }
+
+    /// `kind` and `apiVersion` of one object in this rendering.
+    pub fn object_kind(self, def: &ResourceDef) -> (String, String) {
+        match self {
+            Rendering::Full => (def.kind.to_string(), def.api_version()),
+            Rendering::Metadata => ("PartialObjectMetadata".into(), "meta.k8s.io/v1".into()),
+            Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
+        }
+    }
+}
+
+/// Media types the server serialises, in upstream's order (`type`, `subtype`, whether it
+/// has a streaming form for watches).
+const SERIALIZERS: &[(&str, &str, bool)] = &[
+    ("application", "json", true),
+    ("application", "yaml", false),
+    ("application", "vnd.kubernetes.protobuf", true),
+];
+
+/// One clause of an `Accept` header.
+#[derive(Debug, PartialEq)]
+struct Clause<'a> {
+    ty: &'a str,
+    subtype: &'a str,
+    q: f64,
+    params: Vec<(&'a str, &'a str)>,
+}
+
+impl Clause<'_> {
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Parse an `Accept` header like `goautoneg.ParseAccept`: clauses without a `/` (other
+/// than `*`) are dropped; the rest are ordered by quality, then specificity.
+fn parse(header: &str) -> Vec<Clause<'_>> {
+    let mut out = Vec::new();
+    for part in header.split(',') {
+        let mut pieces = part.trim_matches(' ').split(';');
+        let range = pieces.next().unwrap_or("");
+        let mut sp = range.split('/');
+        let ty = sp.next().unwrap_or("").trim_matches(' ');
+        let subtype = match (sp.next(), sp.next()) {
+            (None, _) if ty == "*" => "*",
+            (Some(s), None) => s.trim_matches(' '),
+            _ => continue,
+        };
+        let mut clause = Clause {
+            ty,
+            subtype,
+            q: 1.0,
+            params: Vec::new(),
+        };
+        for param in pieces {
+            let Some((k, v)) = param.split_once('=') else {
+                continue;
+            };
+            let k = k.trim_matches(' ');
+            if k == "q" {
+                clause.q = v.trim().parse().unwrap_or(0.0);
+            } else {
+                clause.params.push((k, v.trim_matches(' ')));
+            }
+        }
+        out.push(clause);
+    }
+    out.sort_by(|a, b| {
+        b.q.partial_cmp(&a.q)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then((a.ty == "*").cmp(&(b.ty == "*")))
+            .then((a.subtype == "*").cmp(&(b.subtype == "*")))
+    });
+    out
+}
+
+/// What a clause asks for, if this server can produce it with the serialiser `ser`.
+fn accept(clause: &Clause<'_>, ser: &(&str, &str, bool)) -> Option<Rendering> {
+    let (ty, subtype, streams) = *ser;
+    if let Some(stream) = clause.param("stream").filter(|s| !s.is_empty()) {
+        if !streams || stream != "watch" {
+            return None;
+        }
+    }
+    if clause
+        .param("sv")
+        .is_some_and(|v| !v.is_empty() && v != "v1")
+    {
+        return None;
+    }
+    let (kind, group, version) = (clause.param("as"), clause.param("g"), clause.param("v"));
+    if kind.is_none() && group.is_none() && version.is_none() {
+        return Some(Rendering::Full);
+    }
+    let version = match (group, version) {
+        (Some("meta.k8s.io"), Some("v1")) => MetaVersion::V1,
+        (Some("meta.k8s.io"), Some("v1beta1")) => MetaVersion::V1beta1,
+        _ => return None,
+    };
+    match kind {
+        Some("Table") if ty == "application" && (subtype == "json" || subtype == "yaml") => {
+            Some(Rendering::Table(TableOptions {
+                version,
+                ..TableOptions::default()
+            }))
+        }
+        Some("PartialObjectMetadata") | Some("PartialObjectMetadataList") => {
+            Some(Rendering::Metadata)
+        }
+        _ => None,
+    }
+}
+
+/// The rendering an `Accept` header asks for; 406 when the server can serve none of its
+/// clauses. An empty header asks for plain objects.
+pub fn negotiate(header: &str) -> ApiResult<Rendering> {
+    if header.trim().is_empty() {
+        return Ok(Rendering::Full);
+    }
+    for clause in parse(header) {
+        for ser in SERIALIZERS {
+            let matches = (clause.ty == ser.0
+                && (clause.subtype == ser.1 || clause.subtype == "*"))
+                || (clause.ty == "*" && clause.subtype == "*");
+            if !matches {
+                continue;
+            }
+            if let Some(r) = accept(&clause, ser) {
+                return Ok(r);
+            }
+        }
+    }
+    Err(ApiError::new(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(version: MetaVersion) -> Rendering {
+        Rendering::Table(TableOptions {
+            version,
+            ..TableOptions::default()
+        })
+    }
+
+    #[test]
+    fn kubectl_get_asks_for_tables() {
+        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(kubectl).expect("ok"), table(MetaVersion::V1));
+        assert_eq!(
+            negotiate("application/json;as=Table;v=v1beta1;g=meta.k8s.io").expect("ok"),
+            table(MetaVersion::V1beta1)
+        );
+        assert_eq!(
+            negotiate("application/json; as=Table; g=meta.k8s.io; v=v1").expect("ok"),
+            table(MetaVersion::V1)
+        );
+        assert_eq!(
+            negotiate("*/*;as=Table;g=meta.k8s.io;v=v1").expect("ok"),
+            table(MetaVersion::V1)
+        );
+    }
+
+    #[test]
+    fn plain_and_metadata() {
+        for h in [
+            "",
+            "application/json",
+            "*/*",
+            "application/*",
+            "application/yaml",
+            "application/vnd.kubernetes.protobuf",
+            "application/vnd.kubernetes.protobuf, */*",
+            "application/json;stream=watch",
+            "text/html, application/json;q=0.9",
+        ] {
+            assert_eq!(negotiate(h).expect(h), Rendering::Full, "{h}");
+        }
+        assert_eq!(
+            negotiate(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            )
+            .expect("ok"),
+            Rendering::Metadata
+        );
+    }
+
+    #[test]
+    fn unsupported_forms_fall_through_or_fail() {
+        // an unsupported transformation is skipped for the next clause
+        assert_eq!(
+            negotiate("application/json;as=Widget;g=meta.k8s.io;v=v1,application/json")
+                .expect("ok"),
+            Rendering::Full
+        );
+        assert_eq!(
+            negotiate(
+                "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json"
+            )
+            .expect("ok"),
+            Rendering::Full
+        );
+        // quality decides the order
+        assert_eq!(
+            negotiate("application/json;q=0.5,application/json;as=Table;g=meta.k8s.io;v=v1")
+                .expect("ok"),
+            table(MetaVersion::V1)
+        );
+        for h in [
+            "application/json;as=Table;v=v2;g=meta.k8s.io",
+            "application/json;as=Table;v=v1;g=example.com",
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io",
+            "text/plain",
+            "application/yaml;stream=watch",
+        ] {
+            let e = negotiate(h).expect_err(h);
+            assert_eq!(e.code, 406, "{h}");
+            assert_eq!(e.reason, "NotAcceptable");
+            assert_eq!(
+                e.message,
+                "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            );
+        }
+    }
+
+    #[test]
+    fn clause_parsing() {
+        let c = parse("text/html;level=1;q=0.2, */*;q=0.1, application/json");
+        assert_eq!(c.len(), 3);
+        assert_eq!((c[0].ty, c[0].subtype), ("application", "json"));
+        assert_eq!(
+            (c[1].ty, c[1].subtype, c[1].param("level")),
+            ("text", "html", Some("1"))
+        );
+        assert_eq!((c[2].ty, c[2].subtype), ("*", "*"));
+        assert!(parse("nonsense").is_empty());
+        assert_eq!(parse("*")[0].subtype, "*");
+    }
+}

@@ -1,0 +1,807 @@
+//! POST (create), PUT (update) and PATCH, including the status, scale and finalize
+//! subresources.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::{content_type, decode_body, Api, Reply};
+use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
+use crate::registry::admission;
+use crate::registry::catalog::{ResourceDef, Subresource};
+use crate::registry::strategy;
+use crate::storage::store::{object_key, StoredObject, View, WriteAction};
+use apimachinery::status::{ApiError, ApiResult};
+
+/// The service CIDR cluster IPs come from (upstream default 10.96.0.0/12).
+const SERVICE_CIDR_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
+const SERVICE_CIDR_SIZE: u32 = 1 << 20;
+
+/// What an incoming body became after decoding and pruning.
+pub(super) struct Decoded {
+    pub(super) obj: Value,
+    pub(super) warnings: Vec<String>,
+}
+
+/// Check kind/apiVersion, drop or reject unknown fields, check types.
+pub(super) fn normalise(
+    def: &ResourceDef,
+    mut obj: Value,
+    duplicates: Vec<String>,
+    opts: &WriteOptions,
+) -> ApiResult<Decoded> {
+    let api_version = def.api_version();
+    let given_kind = obj.get("kind").and_then(Value::as_str).map(str::to_string);
+    let given_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(k) = &given_kind {
+        if k != def.kind || given_version.as_deref().is_some_and(|v| v != api_version) {
+            let gv = given_version.unwrap_or_default();
+            let v = gv.rsplit_once('/').map_or(gv.as_str(), |(_, v)| v);
+            return Err(ApiError::bad_request(format!(
+                "{k} in version \"{v}\" cannot be handled as a {}: converting ({v}.{k}) to ({}.{}): unknown conversion",
+                def.kind,
+                if def.group.is_empty() { "core" } else { def.package() },
+                def.kind
+            )));
+        }
+    }
+    if let Some(o) = obj.as_object_mut() {
+        // kind and apiVersion lead, as upstream serialises them
+        let rest: Vec<(String, Value)> = std::mem::take(o)
+            .into_iter()
+            .filter(|(k, _)| k != "kind" && k != "apiVersion")
+            .collect();
+        o.insert("kind".into(), json!(def.kind));
+        o.insert("apiVersion".into(), json!(api_version));
+        o.extend(rest);
+    }
+    // unknown fields are always dropped; Ignore only stops reporting them
+    let unknown = match def.custom {
+        Some(custom) => prune_custom(custom, &mut obj),
+        None => crate::machinery::schema::prune_unknown(&def.definition(), &mut obj),
+    };
+    let mut problems: Vec<String> = Vec::new();
+    if opts.field_validation != FieldValidation::Ignore {
+        problems.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+        problems.extend(
+            duplicates
+                .iter()
+                .map(|f| format!("duplicate field \"{f}\"")),
+        );
+    }
+    if !problems.is_empty() && opts.field_validation == FieldValidation::Strict {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+            def.kind,
+            def.version,
+            def.kind,
+            problems.join(", ")
+        )));
+    }
+    if let Some(Err(e)) =
+        crate::machinery::schema::typed_check(def.group, def.version, def.kind, &obj)
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            def.kind, def.version, def.kind
+        )));
+    }
+    Ok(Decoded {
+        obj,
+        warnings: problems,
+    })
+}
+
+/// Drop what a custom resource's schema does not know: unknown metadata fields always,
+/// unknown content fields by the structural schema (none without a schema).
+fn prune_custom(custom: &crate::registry::catalog::CustomVersion, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Some(meta) = obj.get_mut("metadata") {
+        unknown.extend(
+            crate::machinery::schema::prune_unknown(crate::registry::table::OBJECT_META, meta)
+                .into_iter()
+                .map(|p| format!("metadata.{p}")),
+        );
+    }
+    if let Some(schema) = &custom.schema {
+        unknown.extend(crate::machinery::structural::prune(schema, obj));
+    }
+    unknown
+}
+
+pub(super) fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
+    let url_name = target.name.as_deref().unwrap_or("");
+    let body_name = strategy::meta_str(obj, "name").unwrap_or("").to_string();
+    if body_name.is_empty() {
+        if let Some(m) = strategy::meta_mut(obj) {
+            m.insert("name".into(), json!(url_name));
+        }
+    } else if body_name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+        )));
+    }
+    Ok(())
+}
+
+fn ensure_namespace(target: &Target, obj: &mut Value) -> ApiResult<()> {
+    let def = target.resource;
+    let body_ns = strategy::meta_str(obj, "namespace").map(str::to_string);
+    if !def.namespaced {
+        if let Some(m) = strategy::meta_mut(obj) {
+            m.remove("namespace");
+        }
+        return Ok(());
+    }
+    let url_ns = target.namespace.clone().unwrap_or_default();
+    match body_ns {
+        Some(ns) if !ns.is_empty() && ns != url_ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            if let Some(m) = strategy::meta_mut(obj) {
+                m.insert("namespace".into(), json!(url_ns));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// 404 when the namespace is missing, 403 when it is terminating.
+fn check_namespace(
+    view: &View<'_>,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<()> {
+    let Some(ns) = ns.filter(|_| def.namespaced) else {
+        return Ok(());
+    };
+    let Some(n) = view.get("/namespaces", ns) else {
+        return Err(ApiError::not_found("", "namespaces", ns));
+    };
+    let v = n.value()?;
+    if v.pointer("/metadata/deletionTimestamp").is_some()
+        || v.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+    {
+        let mut e = ApiError::forbidden(format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            def.qualified_plural()
+        ));
+        e.name = Some(name.to_string());
+        e.kind = Some(def.plural.to_string());
+        if !def.group.is_empty() {
+            e.group = Some(def.group.to_string());
+        }
+        e.causes.push(apimachinery::status::Cause {
+            reason: "NamespaceTerminating".into(),
+            message: format!("namespace {ns} is being terminated"),
+            field: "metadata.namespace".into(),
+        });
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Pick a free cluster IP (random probe over the service CIDR, skipping .0 and .1).
+fn allocate_cluster_ip(view: &View<'_>) -> ApiResult<String> {
+    let used: std::collections::HashSet<String> = view
+        .table("/services")
+        .map(|t| {
+            t.values()
+                .filter_map(|o| o.field("spec.clusterIP").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    use rand::Rng;
+    let mut rng = rand::rng();
+    for _ in 0..64 {
+        let off = rng.random_range(2..SERVICE_CIDR_SIZE - 1);
+        let ip = std::net::Ipv4Addr::from(SERVICE_CIDR_BASE + off).to_string();
+        if !used.contains(&ip) {
+            return Ok(ip);
+        }
+    }
+    Err(ApiError::internal(
+        "failed to allocate a serviceIP: range is full",
+    ))
+}
+
+fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
+    let ty = obj
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if ty == "ExternalName" {
+        return Ok(());
+    }
+    let given = obj
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if given == "None" {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("clusterIPs".into(), json!(["None"]));
+        }
+        return Ok(());
+    }
+    let ip = if given.is_empty() {
+        allocate_cluster_ip(view)?
+    } else {
+        let in_use = view.table("/services").is_some_and(|t| {
+            t.values()
+                .any(|o| o.field("spec.clusterIP") == Some(given.as_str()))
+        });
+        if in_use {
+            return Err(ApiError::invalid(
+                "",
+                "Service",
+                strategy::meta_str(obj, "name").unwrap_or(""),
+                vec![apimachinery::status::Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("Invalid value: [\"{given}\"]: failed to allocate IP {given}: provided IP is already allocated"),
+                    field: "spec.clusterIPs".into(),
+                }],
+            ));
+        }
+        given
+    };
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("clusterIP".into(), json!(ip));
+        spec.insert("clusterIPs".into(), json!([ip]));
+    }
+    Ok(())
+}
+
+fn created_reply(
+    def: &'static ResourceDef,
+    status: StatusCode,
+    obj: &StoredObject,
+    warnings: Vec<String>,
+) -> ApiResult<Reply> {
+    Ok(
+        Reply::json_bytes(status, crate::registry::versions::present(def, obj)?)
+            .with_warnings(warnings),
+    )
+}
+
+impl Api {
+    pub(super) async fn create(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        if target.subresource.is_some() {
+            return Err(ApiError::method_not_allowed(
+                "create is not supported on this subresource",
+            ));
+        }
+        let opts = super::managed::write_options(query, headers, "CreateOptions", false)?;
+        let (raw, dups) = decode_body(def.kind, headers, body)?;
+        let Decoded { obj, warnings } = normalise(def, raw, dups, &opts)?;
+        self.create_object(target, &opts, obj, warnings, false)
+            .await
+    }
+
+    /// Create `obj` (decoded and normalised); `applied`: the object comes from a
+    /// server-side apply whose managed fields are already set.
+    pub(super) async fn create_object(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        mut obj: Value,
+        warnings: Vec<String>,
+        applied: bool,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        ensure_namespace(target, &mut obj)?;
+        let given_name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+        let generate = strategy::meta_str(&obj, "generateName")
+            .unwrap_or("")
+            .to_string();
+        if given_name.is_empty() && generate.is_empty() {
+            return Err(ApiError::invalid(
+                def.group,
+                def.kind,
+                "",
+                vec![apimachinery::status::Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value: name or generateName is required".into(),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+        if given_name.is_empty() {
+            // validate with a stand-in name so that generateName errors surface
+            if let Some(m) = strategy::meta_mut(&mut obj) {
+                m.insert("name".into(), json!(strategy::generate_name(&generate)));
+            }
+        }
+        // upstream order: decode-time defaults, field manager, then the create strategy
+        // (what it sets, like a namespace's finalizer, is nobody's field)
+        if !applied {
+            admission::default_object(def, &mut obj, false);
+            let manager = opts.field_manager.clone().unwrap_or_default();
+            super::managed::record_update(def, None, &manager, None, &mut obj);
+        }
+        strategy::prepare_create(def, &mut obj);
+        admission::default_object(def, &mut obj, true);
+        admission::validate_object(def, &obj, None)?;
+        let ns = target.namespace.clone();
+        let resource = def.storage_key();
+        let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
+            .field_selectors
+            .to_vec();
+        let mut name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+        // generateName: retry with a new suffix on collision (the closure sees the table)
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let key = object_key(ns.as_deref(), &name);
+            let mut candidate = obj.clone();
+            let outcome = self
+                .store
+                .write(
+                    &resource,
+                    &key,
+                    &selectable,
+                    opts.dry_run,
+                    |current, view| {
+                        check_namespace(view, def, ns.as_deref(), &name)?;
+                        if current.is_some() {
+                            return Err(ApiError::already_exists(def.group, def.plural, &name));
+                        }
+                        if def.kind == "Service" {
+                            assign_cluster_ip(view, &mut candidate)?;
+                        }
+                        Ok(WriteAction::Put(crate::registry::versions::to_storage(
+                            def, candidate,
+                        )?))
+                    },
+                )
+                .await;
+            match outcome {
+                Err(e) if e.reason == "AlreadyExists" && given_name.is_empty() && attempts < 8 => {
+                    name = strategy::generate_name(&generate);
+                    if let Some(m) = strategy::meta_mut(&mut obj) {
+                        m.insert("name".into(), json!(name));
+                    }
+                }
+                Err(e) => return Err(e),
+                Ok(o) => return created_reply(def, StatusCode::CREATED, &o.object, warnings),
+            }
+        }
+    }
+
+    pub(super) async fn update(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let opts = super::managed::write_options(query, headers, "UpdateOptions", false)?;
+        let (raw, dups) = decode_body(
+            if target.subresource == Some(Subresource::Scale) {
+                "Scale"
+            } else {
+                def.kind
+            },
+            headers,
+            body,
+        )?;
+        if target.subresource == Some(Subresource::Scale) {
+            return self.update_scale(target, &opts, raw, None).await;
+        }
+        let Decoded { mut obj, warnings } = normalise(def, raw, dups, &opts)?;
+        ensure_name_matches(target, &mut obj)?;
+        ensure_namespace(target, &mut obj)?;
+        let precondition =
+            crate::endpoints::request::parse_rv(strategy::meta_str(&obj, "resourceVersion"))?;
+        let out = self
+            .apply_update(target, &opts, precondition, move |_| Ok(obj))
+            .await?;
+        Ok(out.with_warnings(warnings))
+    }
+
+    /// Store a new version computed from the current object by `compute` (which
+    /// returns the full new object as the client sent or patched it); answer with it.
+    pub(crate) async fn apply_update<F>(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        compute: F,
+    ) -> ApiResult<Reply>
+    where
+        F: FnOnce(&Value) -> ApiResult<Value>,
+    {
+        let stored = self
+            .store_update(target, opts, precondition, compute)
+            .await?;
+        Ok(Reply::json_bytes(
+            StatusCode::OK,
+            crate::registry::versions::present(target.resource, &stored)?,
+        ))
+    }
+
+    /// The update itself: returns the stored (or, for deletes, the final) object.
+    async fn store_update<F>(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        compute: F,
+    ) -> ApiResult<Arc<StoredObject>>
+    where
+        F: FnOnce(&Value) -> ApiResult<Value>,
+    {
+        let def = target.resource;
+        let name = target.name.clone().unwrap_or_default();
+        let key = object_key(target.namespace.as_deref(), &name);
+        let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
+            .field_selectors
+            .to_vec();
+        let sub = target.subresource;
+        let manager = opts.field_manager.clone().unwrap_or_default();
+        let applied = opts.applied;
+        let outcome = self
+            .store
+            .write(
+                &def.storage_key(),
+                &key,
+                &selectable,
+                opts.dry_run,
+                |current, _view| {
+                    let Some(current) = current else {
+                        return Err(ApiError::not_found(def.group, def.plural, &name));
+                    };
+                    if precondition.is_some_and(|rv| rv != current.rv) {
+                        return Err(ApiError::stale(def.group, def.plural, &name));
+                    }
+                    let old = crate::registry::versions::present_value(def, current.value()?)?;
+                    let incoming = compute(&old)?;
+                    let mut new = match sub {
+                        Some(Subresource::Status) | Some(Subresource::Approval) => {
+                            strategy::prepare_status_update(def, &old, &incoming)
+                        }
+                        Some(Subresource::Finalize) => {
+                            strategy::prepare_finalize_update(&old, &incoming)
+                        }
+                        // a binding writes the pod as computed (upstream's guaranteed
+                        // update bypasses pod update validation)
+                        Some(Subresource::Binding) => incoming,
+                        _ => {
+                            let mut n = incoming;
+                            strategy::prepare_update(def, &old, &mut n);
+                            n
+                        }
+                    };
+                    admission::default_object(def, &mut new, false);
+                    if sub != Some(Subresource::Binding) {
+                        admission::validate_object(def, &new, Some(&old))?;
+                    }
+                    // a binding writes the pod without the field manager, as upstream's
+                    // BindingREST (the pod's managedFields stay as they were)
+                    if !same_ignoring_rv(&old, &new)
+                        && !applied
+                        && sub != Some(Subresource::Binding)
+                    {
+                        super::managed::record_update(def, sub, &manager, Some(&old), &mut new);
+                    }
+                    if strategy::ready_to_vanish(&new) {
+                        return Ok(WriteAction::Delete(Some(
+                            crate::registry::versions::to_storage(def, new)?,
+                        )));
+                    }
+                    // an apply that only changes ownership still writes its managedFields
+                    let unchanged = if applied {
+                        same_ignoring_rv(&old, &new)
+                            && old.pointer("/metadata/managedFields")
+                                == new.pointer("/metadata/managedFields")
+                    } else {
+                        same_ignoring_rv(&old, &new)
+                    };
+                    if unchanged {
+                        return Ok(WriteAction::Unchanged(Arc::clone(current)));
+                    }
+                    Ok(WriteAction::Put(crate::registry::versions::to_storage(
+                        def, new,
+                    )?))
+                },
+            )
+            .await?;
+        Ok(outcome.object)
+    }
+
+    /// POST on `pods/<name>/binding`: assign the pod to `target.name` (a node), merge
+    /// the binding's annotations and set `PodScheduled`, as upstream `BindingREST`.
+    pub(super) async fn bind(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let opts = WriteOptions::parse(query)?;
+        let (raw, _) = decode_body("Binding", headers, body)?;
+        let pod = target.name.clone().unwrap_or_default();
+        let name = raw
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if name != pod {
+            return Err(ApiError::bad_request(
+                "name in URL does not match name in Binding object",
+            ));
+        }
+        let kind = raw
+            .pointer("/target/kind")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let node = raw
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut causes = Vec::new();
+        if !kind.is_empty() && kind != "Node" {
+            causes.push(apimachinery::status::Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"Node\", \"<empty>\"",
+                    json!(kind)
+                ),
+                field: "target.kind".into(),
+            });
+        }
+        if node.is_empty() {
+            causes.push(apimachinery::status::Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "target.name".into(),
+            });
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("", "Binding", name, causes));
+        }
+        let node = node.to_string();
+        let annotations = raw
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let conflict = |detail: String| ApiError::conflict("", "pods/binding", &pod, &detail);
+        self.store_update(target, &opts, None, |old| {
+            let assigned = old
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !assigned.is_empty() {
+                return Err(conflict(format!(
+                    "pod {pod} is already assigned to node {}",
+                    json!(assigned)
+                )));
+            }
+            if old
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null())
+            {
+                return Err(conflict(format!(
+                    "pod {pod} is being deleted, cannot be assigned to a host"
+                )));
+            }
+            let mut new = old.clone();
+            new["spec"]["nodeName"] = json!(node);
+            if !annotations.is_empty() {
+                let meta = &mut new["metadata"];
+                if !meta["annotations"].is_object() {
+                    meta["annotations"] = json!({});
+                }
+                for (k, v) in &annotations {
+                    meta["annotations"][k] = v.clone();
+                }
+            }
+            set_pod_scheduled(&mut new);
+            Ok(new)
+        })
+        .await?;
+        Ok(Reply::json(
+            StatusCode::CREATED,
+            &json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "code": 201,
+            }),
+        ))
+    }
+
+    /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
+    pub(crate) async fn update_scale(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        scale: Value,
+        patch: Option<super::PatchBody>,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        let name = target.name.clone().unwrap_or_default();
+        let mut precondition = None;
+        let mut replicas_cell: Option<i64> = None;
+        if patch.is_none() {
+            precondition = crate::endpoints::request::parse_rv(
+                scale
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str),
+            )?;
+            replicas_cell = Some(scale_replicas(&scale, &name)?);
+        }
+        let stored = self
+            .store_update(target, opts, precondition, |old| {
+                let replicas = match (&patch, replicas_cell) {
+                    (_, Some(r)) => r,
+                    (Some(p), None) => {
+                        let current_scale = super::read::scale_of(def, old);
+                        let patched = p.apply(&current_scale, "io.k8s.api.autoscaling.v1.Scale")?;
+                        scale_replicas(&patched, &name)?
+                    }
+                    (None, None) => 0,
+                };
+                let mut new = old.clone();
+                match def.custom.and_then(|c| c.scale.as_ref()) {
+                    Some(paths) => crate::registry::custom::set_at_path(
+                        &mut new,
+                        &paths.spec_replicas,
+                        json!(replicas),
+                    ),
+                    None => {
+                        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                            spec.insert("replicas".into(), json!(replicas));
+                        }
+                    }
+                }
+                Ok(new)
+            })
+            .await?;
+        // answer with the Scale view of what was stored
+        let v = crate::registry::versions::present_value(def, stored.value()?)?;
+        Ok(Reply::json(StatusCode::OK, &super::read::scale_of(def, &v)))
+    }
+
+    pub(super) async fn patch(
+        &self,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        let def = target.resource;
+        if body.len() > super::MAX_BODY {
+            return Err(ApiError::too_large());
+        }
+        let patch = super::PatchBody::parse(&content_type(headers), body)?;
+        if let super::PatchBody::Apply(config) = patch {
+            return self.server_side_apply(target, query, headers, config).await;
+        }
+        if def.custom.is_some() && matches!(patch, super::PatchBody::Strategic(_)) {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+        let opts = super::managed::write_options(query, headers, "PatchOptions", false)?;
+        if target.subresource == Some(Subresource::Scale) {
+            return self
+                .update_scale(target, &opts, Value::Null, Some(patch))
+                .await;
+        }
+        let definition = def.definition();
+        let warnings = std::sync::Mutex::new(Vec::new());
+        let reply = self
+            .apply_update(target, &opts, None, |old| {
+                let patched = patch.apply(old, &definition)?;
+                let given_rv = crate::endpoints::request::parse_rv(strategy::meta_str(
+                    &patched,
+                    "resourceVersion",
+                ))?;
+                let old_rv = crate::endpoints::request::parse_rv(strategy::meta_str(
+                    old,
+                    "resourceVersion",
+                ))?;
+                if given_rv.is_some() && given_rv != old_rv {
+                    return Err(ApiError::stale(
+                        def.group,
+                        def.plural,
+                        target.name.as_deref().unwrap_or(""),
+                    ));
+                }
+                let Decoded { obj, warnings: w } = normalise(def, patched, Vec::new(), &opts)?;
+                if let Ok(mut g) = warnings.lock() {
+                    g.extend(w);
+                }
+                let mut obj = obj;
+                ensure_name_matches(target, &mut obj)?;
+                Ok(obj)
+            })
+            .await?;
+        let w = warnings.into_inner().unwrap_or_default();
+        Ok(reply.with_warnings(w))
+    }
+}
+
+fn scale_replicas(scale: &Value, name: &str) -> ApiResult<i64> {
+    let r = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if r < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![apimachinery::status::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {r}: must be greater than or equal to 0"),
+                field: "spec.replicas".into(),
+            }],
+        ));
+    }
+    Ok(r)
+}
+
+fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut c = v.clone();
+        if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        c
+    };
+    strip(a) == strip(b)
+}
+
+/// Set the pod's `PodScheduled` condition to True (keeping its transition time when it
+/// already was True).
+fn set_pod_scheduled(pod: &mut Value) {
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let now = apimachinery::time::now_rfc3339();
+    if let Some(list) = conditions.as_array_mut() {
+        match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+            Some(c) if c["status"] == "True" => {}
+            Some(c) => {
+                c["status"] = json!("True");
+                c["lastTransitionTime"] = json!(now);
+                c["lastProbeTime"] = Value::Null;
+                if let Some(m) = c.as_object_mut() {
+                    m.remove("reason");
+                    m.remove("message");
+                }
+            }
+            None => list.push(json!({
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": null,
+                "lastTransitionTime": now,
+            })),
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! Starting the server: storage, TLS, kubeconfig, bootstrap objects and the accept loop.
+
+pub mod crd_controller;
+pub mod tls;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, Method};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::endpoints::http::{router, HttpState};
+use crate::endpoints::request::{Query, Target};
+use crate::endpoints::Api;
+use crate::registry::catalog::Catalog;
+use crate::storage::persist::{self, Committer};
+use crate::storage::store::{Store, StoredObject, Table};
+
+/// Server options.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Directory for the database, TLS material and the kubeconfig. `None`: memory
+    /// only, TLS material in a temporary directory is not kept.
+    pub data_dir: PathBuf,
+    /// Keep objects on disk (redb) under `data_dir`.
+    pub persist: bool,
+    /// Address to listen on (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// Serve HTTPS (default). Plain HTTP is refused for non-loopback binds.
+    pub tls: bool,
+    /// Require the bearer token (default). Refused off for non-loopback binds.
+    pub auth: bool,
+    /// Events kept for watch resumption and consistent paging.
+    pub history: usize,
+    /// Idle interval between BOOKMARK events.
+    pub bookmark_interval: Duration,
+}
+
+impl Config {
+    /// Defaults: persistent, TLS, token, 127.0.0.1:6443.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            data_dir: data_dir.into(),
+            persist: true,
+            bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            tls: true,
+            auth: true,
+            history: 100_000,
+            bookmark_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Error starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Configuration refused.
+    #[error("{0}")]
+    Config(String),
+    /// I/O.
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    /// Storage.
+    #[error("storage: {0}")]
+    Storage(#[from] persist::PersistError),
+    /// TLS.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::server::tls::TlsError),
+}
+
+/// A running server.
+pub struct Running {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// `https://127.0.0.1:port`.
+    pub url: String,
+    /// Path of the kubeconfig written for it.
+    pub kubeconfig: PathBuf,
+    /// The bearer token.
+    pub token: Option<String>,
+    /// CA certificate (PEM).
+    pub ca_pem: Option<String>,
+    store: Arc<Store>,
+    /// Cancel to stop accepting connections.
+    pub shutdown: CancellationToken,
+    /// The accept loop.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Number of open watches on the server (all resources): a test's view of how
+    /// many informers a process runs.
+    pub fn watcher_count(&self) -> usize {
+        self.store.watcher_count()
+    }
+}
+
+fn load_tables(
+    objects: Vec<(String, String, Vec<u8>)>,
+    catalog: &Catalog,
+) -> HashMap<Arc<str>, Table> {
+    // stored objects index the selectable fields of their storage version (custom
+    // resources: those their CRD declares)
+    let by_storage: HashMap<String, &crate::registry::catalog::ResourceDef> = catalog
+        .resources()
+        .iter()
+        .map(|r| (r.storage_key(), catalog.storage_def(r)))
+        .collect();
+    let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
+    for (resource, key, json) in objects {
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&json) else {
+            tracing::warn!(%resource, %key, "skipping an undecodable stored object");
+            continue;
+        };
+        let rv = value
+            .pointer("/metadata/resourceVersion")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0);
+        let selectable: Vec<&str> = by_storage
+            .get(&resource)
+            .map(|d| d.field_selectors.to_vec())
+            .unwrap_or_default();
+        let obj = StoredObject::with_json(rv, bytes::Bytes::from(json), &value, &selectable);
+        tables
+            .entry(Arc::from(resource.as_str()))
+            .or_default()
+            .insert(key, Arc::new(obj));
+    }
+    tables
+}
+
+/// Create the bootstrap namespaces and the `kubernetes` service when missing.
+async fn bootstrap(api: &Arc<Api>) {
+    let c = Catalog::builtin();
+    let (Some(ns_def), Some(svc_def)) = (
+        c.lookup("", "v1", "namespaces"),
+        c.lookup("", "v1", "services"),
+    ) else {
+        return;
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "content-type",
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        "user-agent",
+        axum::http::HeaderValue::from_static("kube-apiserver/v1.36.0"),
+    );
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        if api.store.get("/namespaces", ns).is_some() {
+            continue;
+        }
+        let t = Target {
+            resource: ns_def,
+            namespace: None,
+            name: None,
+            subresource: None,
+            legacy_watch: false,
+        };
+        let body =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
+        if let Err(e) = api
+            .serve(&Method::POST, t, &Query::default(), &headers, body.into())
+            .await
+        {
+            tracing::warn!(namespace = ns, error = %e, "bootstrap namespace");
+        }
+    }
+    if api.store.get("/services", "default/kubernetes").is_none() {
+        let t = Target {
+            resource: svc_def,
+            namespace: Some("default".into()),
+            name: None,
+            subresource: None,
+            legacy_watch: false,
+        };
+        let body = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}
+        })
+        .to_string();
+        if let Err(e) = api
+            .serve(&Method::POST, t, &Query::default(), &headers, body.into())
+            .await
+        {
+            tracing::warn!(error = %e, "bootstrap kubernetes service");
+        }
+    }
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Open storage, bootstrap and start serving.
+pub async fn start(config: Config) -> Result<Running, StartError> {
+    if !is_loopback(&config.bind) && (!config.tls || !config.auth) {
+        return Err(StartError::Config(format!(
+            "refusing to serve on non-loopback address {} without TLS and a bearer token",
+            config.bind
+        )));
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| StartError::Io(config.data_dir.display().to_string(), e))?;
+    let (db, loaded) = if config.persist {
+        let (db, loaded) = persist::open(&config.data_dir.join("coxswain.redb"))?;
+        (Some(db), loaded)
+    } else {
+        (
+            None,
+            persist::Loaded {
+                rv: 0,
+                objects: Vec::new(),
+            },
+        )
+    };
+    // the resources stored CRDs define are known before their objects are loaded
+    let crds = crate::registry::custom::Registry::default();
+    let stored_crds: Vec<serde_json::Value> = loaded
+        .objects
+        .iter()
+        .filter(|(resource, _, _)| resource == crate::registry::custom::CRD_RESOURCE)
+        .filter_map(|(_, _, json)| serde_json::from_slice(json).ok())
+        .collect();
+    crds.sync(stored_crds.iter());
+    let tables = load_tables(loaded.objects, &crds.catalog());
+    let committer = Committer::start(db);
+    let store = Store::new(loaded.rv, tables, committer, config.history.max(1));
+    store.attach_committer();
+    let api = Arc::new(Api::new(store.clone(), config.bookmark_interval, crds));
+    let crd_controller = Arc::new(crd_controller::CrdController::default());
+    api.add_write_hook(
+        crate::registry::custom::CRD_RESOURCE,
+        Arc::new(Arc::clone(&crd_controller)),
+    );
+    bootstrap(&api).await;
+    crd_controller.reconcile(&api).await;
+
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|e| StartError::Io(format!("bind {}", config.bind), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| StartError::Io("local address".into(), e))?;
+    let host = match addr.ip() {
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
+        ip => ip.to_string(),
+    };
+    let scheme = if config.tls { "https" } else { "http" };
+    let url = format!("{scheme}://{host}:{}", addr.port());
+    let (tls, ca_pem, token) = if config.tls || config.auth {
+        let creds = crate::server::tls::load_or_create(&config.data_dir, &addr.ip().to_string())?;
+        let tls = if config.tls {
+            Some(crate::server::tls::server_config(&creds)?)
+        } else {
+            None
+        };
+        let ca = config.tls.then(|| creds.ca_pem.clone());
+        let token = config.auth.then(|| creds.token.clone());
+        (tls, ca, token)
+    } else {
+        (None, None, None)
+    };
+    let kubeconfig = config.data_dir.join("kubeconfig");
+    crate::server::tls::write_kubeconfig(
+        &kubeconfig,
+        &crate::server::tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref()),
+    )?;
+
+    let state = Arc::new(HttpState {
+        api,
+        token: token.clone(),
+        server_address: format!("{host}:{}", addr.port()),
+    });
+    let app = router(state);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let task = tokio::spawn(async move {
+        loop {
+            let (stream, _peer) = tokio::select! {
+                _ = stop.cancelled() => {
+                    tracing::info!("API server stops accepting connections: shutdown requested");
+                    return;
+                }
+                r = listener.accept() => match r {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let app = app.clone();
+            let acceptor = acceptor.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let service = TowerToHyperService::new(app);
+                let builder = auto::Builder::new(TokioExecutor::new());
+                let result = match acceptor {
+                    Some(acc) => match acc.accept(stream).await {
+                        Ok(tls) => {
+                            let conn =
+                                builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                            tokio::select! { r = conn => r, _ = stop.cancelled() => Ok(()) }
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    },
+                    None => {
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        tokio::select! { r = conn => r, _ = stop.cancelled() => Ok(()) }
+                    }
+                };
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+    });
+    Ok(Running {
+        addr,
+        url,
+        kubeconfig,
+        token,
+        ca_pem,
+        store,
+        shutdown,
+        task,
+    })
+}

@@ -1,0 +1,6 @@
+//! The object store: every object by resource and key, resourceVersions, the event
+//! history watches resume from ([`store`]), and the group commit that makes writes
+//! durable on disk before they are acknowledged ([`persist`]).
+
+pub mod persist;
+pub mod store;

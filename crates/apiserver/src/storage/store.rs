@@ -1,0 +1,570 @@
+//! Object storage: the in-memory state, the event history and the watch fan-out.
+//!
+//! All objects of all resources live in one [`Store`] guarded by a short mutex. Every
+//! write takes the next value of one global, monotonically increasing resourceVersion,
+//! updates the in-memory tables (persistent ordered maps, so that a LIST takes an O(1)
+//! snapshot and serialises outside the lock), appends an [`Event`] to a bounded history
+//! and hands the change to the [`crate::storage::persist`] committer. Watchers see an event only
+//! after the committer made it durable, in resourceVersion order.
+//!
+//! Objects are held as their serialised JSON plus the few values selectors need
+//! (labels and per-kind selectable fields), which keeps memory close to the size of the
+//! data and makes LIST a concatenation of byte slices.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::storage::persist::{Committer, PersistOp};
+use apimachinery::status::{ApiError, ApiResult};
+
+/// Ordered table of one resource: key `namespace/name` (or `name`) → object.
+pub type Table = imbl::OrdMap<String, Arc<StoredObject>>;
+
+/// One stored object version.
+#[derive(Debug)]
+pub struct StoredObject {
+    /// resourceVersion of this version.
+    pub rv: u64,
+    /// The serialised object (its `metadata.resourceVersion` equals `rv`).
+    pub json: Bytes,
+    /// Labels, for label selectors.
+    pub labels: Box<[(Box<str>, Box<str>)]>,
+    /// Values of selectable fields (`spec.nodeName`, ...), for field selectors.
+    pub fields: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl StoredObject {
+    /// Build from an object value whose `metadata.resourceVersion` is already `rv`.
+    pub fn from_value(rv: u64, value: &Value, selectable: &[&str]) -> ApiResult<StoredObject> {
+        let json = serde_json::to_vec(value)
+            .map_err(|e| ApiError::internal(format!("serialising object: {e}")))?;
+        // into_boxed_slice drops the growth slack: stored bytes are exactly the JSON
+        Ok(Self::with_json(
+            rv,
+            Bytes::from(json.into_boxed_slice()),
+            value,
+            selectable,
+        ))
+    }
+
+    /// Build from bytes and the value they encode.
+    pub fn with_json(rv: u64, json: Bytes, value: &Value, selectable: &[&str]) -> StoredObject {
+        let labels = value
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or("").into()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_boxed_slice();
+        let fields = selectable
+            .iter()
+            .map(|f| ((*f).into(), field_value(value, f).into()))
+            .collect::<Vec<_>>()
+            .into_boxed_slice();
+        StoredObject {
+            rv,
+            json,
+            labels,
+            fields,
+        }
+    }
+
+    /// Parse the JSON back into a value.
+    pub fn value(&self) -> ApiResult<Value> {
+        serde_json::from_slice(&self.json)
+            .map_err(|e| ApiError::internal(format!("decoding stored object: {e}")))
+    }
+
+    /// The label value for `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
+    }
+
+    /// The value of a selectable field.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .map(|(_, v)| &**v)
+    }
+}
+
+/// The string value of a field-selector field (`spec.nodeName`) in an object;
+/// booleans and numbers are rendered as upstream field sets do.
+pub fn field_value(value: &Value, path: &str) -> String {
+    if path == "status.podIPs" {
+        // upstream exposes the first podIPs entry's ip
+        return value
+            .pointer("/status/podIPs/0/ip")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+    }
+    let pointer = format!("/{}", path.replace('.', "/"));
+    match value.pointer(&pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Object(o)) if path == "source" => o
+            .get("component")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        _ => match path {
+            "spec.unschedulable" | "spec.hostNetwork" => "false".into(),
+            "status.replicas" | "status.successful" => "0".into(),
+            _ => String::new(),
+        },
+    }
+}
+
+/// Kind of a change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Object created.
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event type string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change to one object.
+#[derive(Debug)]
+pub struct Event {
+    /// resourceVersion of the change.
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// Storage key of the resource (`apps/deployments`).
+    pub resource: Arc<str>,
+    /// Object key (`namespace/name`).
+    pub key: String,
+    /// The object after the change (for deletes: its last state with the delete's rv).
+    pub object: Arc<StoredObject>,
+    /// The object before the change.
+    pub prev: Option<Arc<StoredObject>>,
+}
+
+/// What a write decided to do.
+pub enum WriteAction {
+    /// Store this object (create or update).
+    Put(Value),
+    /// Remove the object; the DELETED event carries this final state (`None`: the
+    /// stored object as it is).
+    Delete(Option<Value>),
+    /// Change nothing; answer with this object.
+    Unchanged(Arc<StoredObject>),
+}
+
+/// Result of a write.
+pub struct WriteOutcome {
+    /// The stored (or, for dry-run, the would-be) object; for deletes, the final state.
+    pub object: Arc<StoredObject>,
+    /// What happened, `None` when nothing changed.
+    pub event: Option<EventType>,
+}
+
+/// Read access to other tables while a write decides.
+pub struct View<'a> {
+    tables: &'a HashMap<Arc<str>, Table>,
+}
+
+impl View<'_> {
+    /// Object `key` of resource `resource` (storage key).
+    pub fn get(&self, resource: &str, key: &str) -> Option<&Arc<StoredObject>> {
+        self.tables.get(resource).and_then(|t| t.get(key))
+    }
+
+    /// Whether any object of resource `resource` satisfies `f`.
+    pub fn table(&self, resource: &str) -> Option<&Table> {
+        self.tables.get(resource)
+    }
+}
+
+struct Inner {
+    /// Last resourceVersion handed out.
+    rv: u64,
+    /// Last resourceVersion made durable and published to watchers.
+    committed_rv: u64,
+    tables: HashMap<Arc<str>, Table>,
+    /// Recent events, oldest first, for watch resumption and snapshots at older versions.
+    history: VecDeque<Arc<Event>>,
+    /// Events with rv > this are all in `history`.
+    history_floor: u64,
+}
+
+/// The shared object store.
+pub struct Store {
+    inner: Mutex<Inner>,
+    events: broadcast::Sender<Arc<Event>>,
+    committer: Committer<Arc<Event>>,
+    history_limit: usize,
+}
+
+/// A consistent view of one resource at one resourceVersion.
+pub struct Snapshot {
+    /// The resourceVersion the snapshot shows.
+    pub rv: u64,
+    /// The objects.
+    pub table: Table,
+}
+
+/// A registration for watch events, created consistently with the history.
+pub struct Subscription {
+    /// Events already in history that the watcher must see first (rv > from).
+    pub backlog: Vec<Arc<Event>>,
+    /// Live events.
+    pub receiver: broadcast::Receiver<Arc<Event>>,
+    /// Initial snapshot when requested (`sendInitialEvents` or rv unset/0).
+    pub snapshot: Option<Snapshot>,
+}
+
+impl Store {
+    /// A store holding `tables` (loaded from disk or empty) at resourceVersion `rv`.
+    pub fn new(
+        rv: u64,
+        tables: HashMap<Arc<str>, Table>,
+        committer: Committer<Arc<Event>>,
+        history_limit: usize,
+    ) -> Arc<Store> {
+        let (events, _) = broadcast::channel(16 * 1024);
+        Arc::new(Store {
+            inner: Mutex::new(Inner {
+                rv,
+                committed_rv: rv,
+                tables,
+                history: VecDeque::new(),
+                history_floor: rv,
+            }),
+            events,
+            committer,
+            history_limit,
+        })
+    }
+
+    /// Connect the committer to this store so that it publishes committed events.
+    pub fn attach_committer(self: &Arc<Self>) {
+        let store = Arc::downgrade(self);
+        self.committer
+            .attach(Box::new(move |events: Vec<Arc<Event>>| {
+                if let Some(s) = store.upgrade() {
+                    s.publish(&events);
+                }
+            }));
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock means a panic happened while holding it; the data is still
+        // consistent because every mutation is applied in one step at the end.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of open watch subscriptions (all resources).
+    pub fn watcher_count(&self) -> usize {
+        self.events.receiver_count()
+    }
+
+    /// Current (last handed out) resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// Last durable resourceVersion.
+    pub fn committed_rv(&self) -> u64 {
+        self.lock().committed_rv
+    }
+
+    /// Oldest resourceVersion still reachable through the history.
+    pub fn history_floor(&self) -> u64 {
+        self.lock().history_floor
+    }
+
+    /// One object.
+    pub fn get(&self, resource: &str, key: &str) -> Option<Arc<StoredObject>> {
+        self.lock()
+            .tables
+            .get(resource)
+            .and_then(|t| t.get(key).cloned())
+    }
+
+    /// The current snapshot of a resource.
+    pub fn snapshot(&self, resource: &str) -> Snapshot {
+        let inner = self.lock();
+        Snapshot {
+            rv: inner.rv,
+            table: inner.tables.get(resource).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// A snapshot of a resource as it was at `rv`; `Err` with 410 when the history no
+    /// longer reaches back that far.
+    pub fn snapshot_at(&self, resource: &str, rv: u64) -> Result<Snapshot, u64> {
+        let inner = self.lock();
+        if rv >= inner.rv {
+            return Ok(Snapshot {
+                rv: inner.rv,
+                table: inner.tables.get(resource).cloned().unwrap_or_default(),
+            });
+        }
+        if rv < inner.history_floor {
+            return Err(inner.history_floor);
+        }
+        let mut table = inner.tables.get(resource).cloned().unwrap_or_default();
+        for ev in inner.history.iter().rev() {
+            if ev.rv <= rv {
+                break;
+            }
+            if &*ev.resource != resource {
+                continue;
+            }
+            match &ev.prev {
+                Some(p) => {
+                    table.insert(ev.key.clone(), p.clone());
+                }
+                None => {
+                    table.remove(&ev.key);
+                }
+            }
+        }
+        Ok(Snapshot { rv, table })
+    }
+
+    /// Subscribe to events of all resources with rv > `from` (`None`: from now, with an
+    /// initial snapshot of `resource`). Fails with the history floor when `from` is too old.
+    pub fn subscribe(
+        &self,
+        resource: &str,
+        from: Option<u64>,
+        want_snapshot: bool,
+    ) -> Result<Subscription, u64> {
+        let inner = self.lock();
+        let receiver = self.events.subscribe();
+        let snapshot = if want_snapshot {
+            Some(Snapshot {
+                rv: inner.rv,
+                table: inner.tables.get(resource).cloned().unwrap_or_default(),
+            })
+        } else {
+            None
+        };
+        let mut backlog = Vec::new();
+        if let Some(from) = from {
+            if from < inner.history_floor {
+                return Err(inner.history_floor);
+            }
+            for ev in inner.history.iter() {
+                if ev.rv > from && ev.rv <= inner.committed_rv && &*ev.resource == resource {
+                    backlog.push(ev.clone());
+                }
+            }
+        }
+        Ok(Subscription {
+            backlog,
+            receiver,
+            snapshot,
+        })
+    }
+
+    /// Committed events of `resource` with `after < rv < before` (to recover a watcher
+    /// that fell behind the live channel); `None` when the history no longer has them.
+    pub fn events_between(
+        &self,
+        resource: &str,
+        after: u64,
+        before: u64,
+    ) -> Option<Vec<Arc<Event>>> {
+        let inner = self.lock();
+        if after < inner.history_floor {
+            return None;
+        }
+        Some(
+            inner
+                .history
+                .iter()
+                .filter(|e| e.rv > after && e.rv < before && &*e.resource == resource)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Apply a write to object `key` of `resource`. `decide` sees the current object and
+    /// the other tables and says what to do; it runs under the store lock, so it must be
+    /// quick. With `dry_run` nothing is stored. Returns once the change is durable.
+    pub async fn write<F>(
+        &self,
+        resource: &str,
+        key: &str,
+        selectable: &[&str],
+        dry_run: bool,
+        decide: F,
+    ) -> ApiResult<WriteOutcome>
+    where
+        F: FnOnce(Option<&Arc<StoredObject>>, &View<'_>) -> ApiResult<WriteAction>,
+    {
+        let ack = {
+            let mut inner = self.lock();
+            let current = inner.tables.get(resource).and_then(|t| t.get(key)).cloned();
+            let action = decide(
+                current.as_ref(),
+                &View {
+                    tables: &inner.tables,
+                },
+            )?;
+            let next_rv = inner.rv + 1;
+            let (kind, object) = match action {
+                WriteAction::Unchanged(o) => {
+                    return Ok(WriteOutcome {
+                        object: o,
+                        event: None,
+                    });
+                }
+                WriteAction::Put(mut value) => {
+                    set_rv(
+                        &mut value,
+                        if dry_run {
+                            current.as_ref().map(|c| c.rv).unwrap_or(0)
+                        } else {
+                            next_rv
+                        },
+                    );
+                    if dry_run {
+                        // dry-run: never assign a resourceVersion to a new object
+                        if current.is_none() {
+                            if let Some(m) =
+                                value.get_mut("metadata").and_then(Value::as_object_mut)
+                            {
+                                m.remove("resourceVersion");
+                            }
+                        }
+                    }
+                    let obj = Arc::new(StoredObject::from_value(next_rv, &value, selectable)?);
+                    let kind = if current.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    };
+                    (kind, obj)
+                }
+                WriteAction::Delete(last) => {
+                    let Some(cur) = current.as_ref() else {
+                        return Err(ApiError::internal("delete of a missing object"));
+                    };
+                    let mut value = match last {
+                        Some(v) => v,
+                        None => cur.value()?,
+                    };
+                    if !dry_run {
+                        set_rv(&mut value, next_rv);
+                    }
+                    let obj = Arc::new(StoredObject::from_value(next_rv, &value, selectable)?);
+                    (EventType::Deleted, obj)
+                }
+            };
+            if dry_run {
+                return Ok(WriteOutcome {
+                    object,
+                    event: Some(kind),
+                });
+            }
+            inner.rv = next_rv;
+            let resource_key: Arc<str> = match inner.tables.get_key_value(resource) {
+                Some((k, _)) => k.clone(),
+                None => Arc::from(resource),
+            };
+            let table = inner.tables.entry(resource_key.clone()).or_default();
+            let op = if kind == EventType::Deleted {
+                table.remove(key);
+                PersistOp {
+                    resource: resource_key.clone(),
+                    key: key.to_string(),
+                    json: None,
+                    rv: next_rv,
+                }
+            } else {
+                table.insert(key.to_string(), object.clone());
+                PersistOp {
+                    resource: resource_key.clone(),
+                    key: key.to_string(),
+                    json: Some(object.json.clone()),
+                    rv: next_rv,
+                }
+            };
+            let event = Arc::new(Event {
+                rv: next_rv,
+                kind,
+                resource: resource_key,
+                key: key.to_string(),
+                object: object.clone(),
+                prev: current,
+            });
+            inner.history.push_back(event.clone());
+            while inner.history.len() > self.history_limit {
+                if let Some(old) = inner.history.pop_front() {
+                    inner.history_floor = old.rv;
+                }
+            }
+            let (tx, rx) = oneshot::channel();
+            self.committer.submit(op, event, tx);
+            drop(inner);
+            (rx, object, kind)
+        };
+        let (rx, object, kind) = ack;
+        match rx.await {
+            Ok(Ok(())) => Ok(WriteOutcome {
+                object,
+                event: Some(kind),
+            }),
+            Ok(Err(e)) => Err(ApiError::internal(format!("storage: {e}"))),
+            Err(_) => Err(ApiError::internal("storage: the committer stopped")),
+        }
+    }
+
+    /// Called by the committer once events up to `rv` are durable: publish them in order.
+    pub(crate) fn publish(&self, events: &[Arc<Event>]) {
+        let mut inner = self.lock();
+        for ev in events {
+            if ev.rv > inner.committed_rv {
+                inner.committed_rv = ev.rv;
+            }
+            // No receivers is fine.
+            let _ = self.events.send(ev.clone());
+        }
+    }
+}
+
+/// Set `metadata.resourceVersion`.
+pub fn set_rv(value: &mut Value, rv: u64) {
+    if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+/// The object key for a namespace and name.
+pub fn object_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
