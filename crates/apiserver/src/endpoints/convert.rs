@@ -174,7 +174,7 @@ impl Api {
                 .to_version(webhook, stored.value()?, &keep, &want)
                 .await?;
             let mut patched = patch.apply(&current, &def.definition())?;
-            if let Some(m) = crate::registry::strategy::meta_mut(&mut patched) {
+            if let Some(m) = crate::registry::rest::meta_mut(&mut patched) {
                 m.insert(
                     "resourceVersion".into(),
                     Value::String(stored.rv.to_string()),

@@ -11,7 +11,8 @@ use super::{Api, Reply};
 use crate::endpoints::filter::Filter;
 use crate::endpoints::request::{ListOptions, Query, Target};
 use crate::registry::catalog::ResourceDef;
-use crate::registry::strategy;
+use crate::registry::catalog::{DeleteRequest, Deletion};
+use crate::registry::rest;
 use crate::storage::store::{object_key, EventType, StoredObject, WriteAction};
 use apimachinery::status::{success_status, ApiError, ApiResult};
 
@@ -79,14 +80,12 @@ fn parse_options(query: &Query, body: &Bytes) -> ApiResult<DeleteOptions> {
     Ok(o)
 }
 
-fn add_finalizer(obj: &mut Value, f: &str) {
-    if let Some(m) = strategy::meta_mut(obj) {
-        let list = m.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(a) = list.as_array_mut() {
-            if !a.iter().any(|x| x == f) {
-                a.push(json!(f));
-            }
-        }
+/// The finalizer of a propagation policy (`orphan`, `foregroundDeletion`).
+fn add_propagation_finalizer(obj: &mut Value, propagation: Option<&str>) {
+    match propagation {
+        Some("Orphan") => rest::add_finalizer(obj, "orphan"),
+        Some("Foreground") => rest::add_finalizer(obj, "foregroundDeletion"),
+        _ => {}
     }
 }
 
@@ -100,7 +99,7 @@ fn decide(
     let original = current.value()?;
     let mut obj = original.clone();
     if let Some(uid) = &opts.uid {
-        let have = strategy::meta_str(&obj, "uid").unwrap_or("");
+        let have = rest::meta_str(&obj, "uid").unwrap_or("");
         if uid != have {
             return Err(ApiError::conflict(
                 def.group,
@@ -123,104 +122,26 @@ fn decide(
         }
     }
     let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
-    if def.kind == "Namespace" {
-        let has_spec_fin = obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-        let has_meta_fin = obj
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-        if !has_spec_fin && !has_meta_fin {
-            return Ok(WriteAction::Delete(None));
-        }
-        if already_deleting {
-            return Ok(WriteAction::Unchanged(Arc::clone(current)));
-        }
-        if let Some(m) = strategy::meta_mut(&mut obj) {
-            m.insert(
-                "deletionTimestamp".into(),
-                json!(apimachinery::time::now_rfc3339()),
-            );
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-        }
-        // upstream's namespace Delete sets the propagation finalizers too
-        match opts.propagation.as_deref() {
-            Some("Orphan") => add_finalizer(&mut obj, "orphan"),
-            Some("Foreground") => add_finalizer(&mut obj, "foregroundDeletion"),
-            _ => {}
-        }
-        if let Some(o) = obj.as_object_mut() {
-            let status = o.entry("status").or_insert_with(|| json!({}));
-            if let Some(s) = status.as_object_mut() {
-                s.insert("phase".into(), json!("Terminating"));
-            }
-        }
-        return Ok(WriteAction::Put(obj));
-    }
-    if def.group == "apiextensions.k8s.io"
-        && def.kind == "CustomResourceDefinition"
-        && !already_deleting
-    {
-        // upstream's CRD REST Delete: the cleanup finalizer and Terminating condition
-        add_finalizer(&mut obj, crate::registry::custom::CLEANUP_FINALIZER);
-        let mut conditions: Vec<Value> = obj
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        crate::registry::custom::names::set_condition(
-            &mut conditions,
-            "Terminating",
-            true,
-            "InstanceDeletionPending",
-            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-            &apimachinery::time::now_rfc3339(),
-        );
-        if !obj["status"].is_object() {
-            obj["status"] = json!({});
-        }
-        obj["status"]["conditions"] = Value::Array(conditions);
-    }
-    match opts.propagation.as_deref() {
-        Some("Orphan") => add_finalizer(&mut obj, "orphan"),
-        Some("Foreground") => add_finalizer(&mut obj, "foregroundDeletion"),
-        _ => {}
-    }
+    let req = DeleteRequest {
+        grace_period: opts.grace_period,
+        propagation: opts.propagation.as_deref(),
+    };
+    let grace = match def.strategy.delete(&mut obj, &req) {
+        Deletion::Now => return Ok(WriteAction::Delete(None)),
+        Deletion::Unchanged => return Ok(WriteAction::Unchanged(Arc::clone(current))),
+        Deletion::Keep => return Ok(WriteAction::Put(obj)),
+        Deletion::Graceful(g) => Some(g),
+        Deletion::Generic => None,
+    };
+    add_propagation_finalizer(&mut obj, req.propagation);
     let has_finalizers = obj
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    // graceful pod deletion: a scheduled, still running pod waits for its kubelet
-    let grace = if def.kind == "Pod" {
-        let phase = obj
-            .pointer("/status/phase")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let scheduled = obj
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
-        let g = opts
-            .grace_period
-            .or_else(|| {
-                obj.pointer("/spec/terminationGracePeriodSeconds")
-                    .and_then(Value::as_i64)
-            })
-            .unwrap_or(30);
-        if scheduled && g > 0 && phase != "Succeeded" && phase != "Failed" {
-            Some(g)
-        } else {
-            None
-        }
-    } else {
-        None
-    };
     if !has_finalizers && grace.is_none() {
         return Ok(WriteAction::Delete(None));
     }
-    if let Some(m) = strategy::meta_mut(&mut obj) {
+    if let Some(m) = rest::meta_mut(&mut obj) {
         match grace {
             Some(g) => {
                 // a second delete may shorten the grace period, never extend it
@@ -241,13 +162,6 @@ fn decide(
                     );
                     m.insert("deletionGracePeriodSeconds".into(), json!(0));
                 }
-            }
-        }
-    }
-    if def.kind == "Pod" {
-        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-            if let Some(g) = grace {
-                spec.insert("terminationGracePeriodSeconds".into(), json!(g));
             }
         }
     }
@@ -317,11 +231,11 @@ impl Api {
             .delete_one(def, target.namespace.as_deref(), &name, &opts)
             .await?;
         match event {
-            Some(EventType::Deleted) if def.kind != "Pod" => {
+            Some(EventType::Deleted) if !def.strategy.returns_deleted_object() => {
                 let uid = obj
                     .value()
                     .ok()
-                    .and_then(|v| strategy::meta_str(&v, "uid").map(str::to_string))
+                    .and_then(|v| rest::meta_str(&v, "uid").map(str::to_string))
                     .unwrap_or_default();
                 Ok(Reply::json(
                     StatusCode::OK,

@@ -9,15 +9,11 @@ use serde_json::{json, Value};
 
 use super::{content_type, decode_body, Api, Reply};
 use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
-use crate::registry::admission;
+use crate::registry::catalog::Phase;
 use crate::registry::catalog::{ResourceDef, Subresource};
-use crate::registry::strategy;
+use crate::registry::rest;
 use crate::storage::store::{object_key, StoredObject, View, WriteAction};
 use apimachinery::status::{ApiError, ApiResult};
-
-/// The service CIDR cluster IPs come from (upstream default 10.96.0.0/12).
-const SERVICE_CIDR_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
-const SERVICE_CIDR_SIZE: u32 = 1 << 20;
 
 /// What an incoming body became after decoding and pruning.
 pub(super) struct Decoded {
@@ -116,9 +112,9 @@ fn prune_custom(custom: &crate::registry::catalog::CustomVersion, obj: &mut Valu
 
 pub(super) fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult<()> {
     let url_name = target.name.as_deref().unwrap_or("");
-    let body_name = strategy::meta_str(obj, "name").unwrap_or("").to_string();
+    let body_name = rest::meta_str(obj, "name").unwrap_or("").to_string();
     if body_name.is_empty() {
-        if let Some(m) = strategy::meta_mut(obj) {
+        if let Some(m) = rest::meta_mut(obj) {
             m.insert("name".into(), json!(url_name));
         }
     } else if body_name != url_name {
@@ -131,9 +127,9 @@ pub(super) fn ensure_name_matches(target: &Target, obj: &mut Value) -> ApiResult
 
 fn ensure_namespace(target: &Target, obj: &mut Value) -> ApiResult<()> {
     let def = target.resource;
-    let body_ns = strategy::meta_str(obj, "namespace").map(str::to_string);
+    let body_ns = rest::meta_str(obj, "namespace").map(str::to_string);
     if !def.namespaced {
-        if let Some(m) = strategy::meta_mut(obj) {
+        if let Some(m) = rest::meta_mut(obj) {
             m.remove("namespace");
         }
         return Ok(());
@@ -144,7 +140,7 @@ fn ensure_namespace(target: &Target, obj: &mut Value) -> ApiResult<()> {
             "the namespace of the provided object does not match the namespace sent on the request",
         )),
         _ => {
-            if let Some(m) = strategy::meta_mut(obj) {
+            if let Some(m) = rest::meta_mut(obj) {
                 m.insert("namespace".into(), json!(url_ns));
             }
             Ok(())
@@ -184,77 +180,6 @@ fn check_namespace(
             field: "metadata.namespace".into(),
         });
         return Err(e);
-    }
-    Ok(())
-}
-
-/// Pick a free cluster IP (random probe over the service CIDR, skipping .0 and .1).
-fn allocate_cluster_ip(view: &View<'_>) -> ApiResult<String> {
-    let used: std::collections::HashSet<String> = view
-        .table("/services")
-        .map(|t| {
-            t.values()
-                .filter_map(|o| o.field("spec.clusterIP").map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    use rand::Rng;
-    let mut rng = rand::rng();
-    for _ in 0..64 {
-        let off = rng.random_range(2..SERVICE_CIDR_SIZE - 1);
-        let ip = std::net::Ipv4Addr::from(SERVICE_CIDR_BASE + off).to_string();
-        if !used.contains(&ip) {
-            return Ok(ip);
-        }
-    }
-    Err(ApiError::internal(
-        "failed to allocate a serviceIP: range is full",
-    ))
-}
-
-fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
-    let ty = obj
-        .pointer("/spec/type")
-        .and_then(Value::as_str)
-        .unwrap_or("ClusterIP");
-    if ty == "ExternalName" {
-        return Ok(());
-    }
-    let given = obj
-        .pointer("/spec/clusterIP")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    if given == "None" {
-        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.insert("clusterIPs".into(), json!(["None"]));
-        }
-        return Ok(());
-    }
-    let ip = if given.is_empty() {
-        allocate_cluster_ip(view)?
-    } else {
-        let in_use = view.table("/services").is_some_and(|t| {
-            t.values()
-                .any(|o| o.field("spec.clusterIP") == Some(given.as_str()))
-        });
-        if in_use {
-            return Err(ApiError::invalid(
-                "",
-                "Service",
-                strategy::meta_str(obj, "name").unwrap_or(""),
-                vec![apimachinery::status::Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: format!("Invalid value: [\"{given}\"]: failed to allocate IP {given}: provided IP is already allocated"),
-                    field: "spec.clusterIPs".into(),
-                }],
-            ));
-        }
-        given
-    };
-    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.insert("clusterIP".into(), json!(ip));
-        spec.insert("clusterIPs".into(), json!([ip]));
     }
     Ok(())
 }
@@ -304,8 +229,8 @@ impl Api {
     ) -> ApiResult<Reply> {
         let def = target.resource;
         ensure_namespace(target, &mut obj)?;
-        let given_name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
-        let generate = strategy::meta_str(&obj, "generateName")
+        let given_name = rest::meta_str(&obj, "name").unwrap_or("").to_string();
+        let generate = rest::meta_str(&obj, "generateName")
             .unwrap_or("")
             .to_string();
         if given_name.is_empty() && generate.is_empty() {
@@ -322,26 +247,26 @@ impl Api {
         }
         if given_name.is_empty() {
             // validate with a stand-in name so that generateName errors surface
-            if let Some(m) = strategy::meta_mut(&mut obj) {
-                m.insert("name".into(), json!(strategy::generate_name(&generate)));
+            if let Some(m) = rest::meta_mut(&mut obj) {
+                m.insert("name".into(), json!(rest::generate_name(&generate)));
             }
         }
         // upstream order: decode-time defaults, field manager, then the create strategy
         // (what it sets, like a namespace's finalizer, is nobody's field)
         if !applied {
-            admission::default_object(def, &mut obj, false);
+            rest::default_object(def, &mut obj, Phase::Scheme);
             let manager = opts.field_manager.clone().unwrap_or_default();
             super::managed::record_update(def, None, &manager, None, &mut obj);
         }
-        strategy::prepare_create(def, &mut obj);
-        admission::default_object(def, &mut obj, true);
-        admission::validate_object(def, &obj, None)?;
+        rest::prepare_create(def, &mut obj);
+        rest::default_object(def, &mut obj, Phase::Create);
+        rest::validate_object(def, &obj, None)?;
         let ns = target.namespace.clone();
         let resource = def.storage_key();
         let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
             .field_selectors
             .to_vec();
-        let mut name = strategy::meta_str(&obj, "name").unwrap_or("").to_string();
+        let mut name = rest::meta_str(&obj, "name").unwrap_or("").to_string();
         // generateName: retry with a new suffix on collision (the closure sees the table)
         let mut attempts = 0;
         loop {
@@ -360,9 +285,7 @@ impl Api {
                         if current.is_some() {
                             return Err(ApiError::already_exists(def.group, def.plural, &name));
                         }
-                        if def.kind == "Service" {
-                            assign_cluster_ip(view, &mut candidate)?;
-                        }
+                        def.strategy.allocate(view, &mut candidate)?;
                         Ok(WriteAction::Put(crate::registry::versions::to_storage(
                             def, candidate,
                         )?))
@@ -371,8 +294,8 @@ impl Api {
                 .await;
             match outcome {
                 Err(e) if e.reason == "AlreadyExists" && given_name.is_empty() && attempts < 8 => {
-                    name = strategy::generate_name(&generate);
-                    if let Some(m) = strategy::meta_mut(&mut obj) {
+                    name = rest::generate_name(&generate);
+                    if let Some(m) = rest::meta_mut(&mut obj) {
                         m.insert("name".into(), json!(name));
                     }
                 }
@@ -407,7 +330,7 @@ impl Api {
         ensure_name_matches(target, &mut obj)?;
         ensure_namespace(target, &mut obj)?;
         let precondition =
-            crate::endpoints::request::parse_rv(strategy::meta_str(&obj, "resourceVersion"))?;
+            crate::endpoints::request::parse_rv(rest::meta_str(&obj, "resourceVersion"))?;
         let out = self
             .apply_update(target, &opts, precondition, move |_| Ok(obj))
             .await?;
@@ -473,23 +396,23 @@ impl Api {
                     let incoming = compute(&old)?;
                     let mut new = match sub {
                         Some(Subresource::Status) | Some(Subresource::Approval) => {
-                            strategy::prepare_status_update(def, &old, &incoming)
+                            rest::prepare_status_update(def, &old, &incoming)
                         }
                         Some(Subresource::Finalize) => {
-                            strategy::prepare_finalize_update(&old, &incoming)
+                            rest::prepare_finalize_update(&old, &incoming)
                         }
                         // a binding writes the pod as computed (upstream's guaranteed
                         // update bypasses pod update validation)
                         Some(Subresource::Binding) => incoming,
                         _ => {
                             let mut n = incoming;
-                            strategy::prepare_update(def, &old, &mut n);
+                            rest::prepare_update(def, &old, &mut n);
                             n
                         }
                     };
-                    admission::default_object(def, &mut new, false);
+                    rest::default_object(def, &mut new, Phase::Scheme);
                     if sub != Some(Subresource::Binding) {
-                        admission::validate_object(def, &new, Some(&old))?;
+                        rest::validate_object(def, &new, Some(&old))?;
                     }
                     // a binding writes the pod without the field manager, as upstream's
                     // BindingREST (the pod's managedFields stay as they were)
@@ -499,7 +422,7 @@ impl Api {
                     {
                         super::managed::record_update(def, sub, &manager, Some(&old), &mut new);
                     }
-                    if strategy::ready_to_vanish(&new) {
+                    if rest::ready_to_vanish(def, &new) {
                         return Ok(WriteAction::Delete(Some(
                             crate::registry::versions::to_storage(def, new)?,
                         )));
@@ -524,8 +447,8 @@ impl Api {
         Ok(outcome.object)
     }
 
-    /// POST on `pods/<name>/binding`: assign the pod to `target.name` (a node), merge
-    /// the binding's annotations and set `PodScheduled`, as upstream `BindingREST`.
+    /// POST on a `binding` subresource (`pods/<name>/binding`): the kind's strategy
+    /// checks the Binding and computes the bound object, as upstream `BindingREST`.
     pub(super) async fn bind(
         &self,
         target: &Target,
@@ -533,86 +456,13 @@ impl Api {
         headers: &HeaderMap,
         body: &Bytes,
     ) -> ApiResult<Reply> {
+        let def = target.resource;
         let opts = WriteOptions::parse(query)?;
-        let (raw, _) = decode_body("Binding", headers, body)?;
-        let pod = target.name.clone().unwrap_or_default();
-        let name = raw
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if name != pod {
-            return Err(ApiError::bad_request(
-                "name in URL does not match name in Binding object",
-            ));
-        }
-        let kind = raw
-            .pointer("/target/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let node = raw
-            .pointer("/target/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let mut causes = Vec::new();
-        if !kind.is_empty() && kind != "Node" {
-            causes.push(apimachinery::status::Cause {
-                reason: "FieldValueNotSupported".into(),
-                message: format!(
-                    "Unsupported value: {}: supported values: \"Node\", \"<empty>\"",
-                    json!(kind)
-                ),
-                field: "target.kind".into(),
-            });
-        }
-        if node.is_empty() {
-            causes.push(apimachinery::status::Cause {
-                reason: "FieldValueRequired".into(),
-                message: "Required value".into(),
-                field: "target.name".into(),
-            });
-        }
-        if !causes.is_empty() {
-            return Err(ApiError::invalid("", "Binding", name, causes));
-        }
-        let node = node.to_string();
-        let annotations = raw
-            .pointer("/metadata/annotations")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let conflict = |detail: String| ApiError::conflict("", "pods/binding", &pod, &detail);
+        let (binding, _) = decode_body("Binding", headers, body)?;
+        let name = target.name.clone().unwrap_or_default();
+        def.strategy.check_binding(&name, &binding)?;
         self.store_update(target, &opts, None, |old| {
-            let assigned = old
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !assigned.is_empty() {
-                return Err(conflict(format!(
-                    "pod {pod} is already assigned to node {}",
-                    json!(assigned)
-                )));
-            }
-            if old
-                .pointer("/metadata/deletionTimestamp")
-                .is_some_and(|t| !t.is_null())
-            {
-                return Err(conflict(format!(
-                    "pod {pod} is being deleted, cannot be assigned to a host"
-                )));
-            }
-            let mut new = old.clone();
-            new["spec"]["nodeName"] = json!(node);
-            if !annotations.is_empty() {
-                let meta = &mut new["metadata"];
-                if !meta["annotations"].is_object() {
-                    meta["annotations"] = json!({});
-                }
-                for (k, v) in &annotations {
-                    meta["annotations"][k] = v.clone();
-                }
-            }
-            set_pod_scheduled(&mut new);
-            Ok(new)
+            def.strategy.bind(&name, old, &binding)
         })
         .await?;
         Ok(Reply::json(
@@ -712,14 +562,12 @@ impl Api {
         let reply = self
             .apply_update(target, &opts, None, |old| {
                 let patched = patch.apply(old, &definition)?;
-                let given_rv = crate::endpoints::request::parse_rv(strategy::meta_str(
+                let given_rv = crate::endpoints::request::parse_rv(rest::meta_str(
                     &patched,
                     "resourceVersion",
                 ))?;
-                let old_rv = crate::endpoints::request::parse_rv(strategy::meta_str(
-                    old,
-                    "resourceVersion",
-                ))?;
+                let old_rv =
+                    crate::endpoints::request::parse_rv(rest::meta_str(old, "resourceVersion"))?;
                 if given_rv.is_some() && given_rv != old_rv {
                     return Err(ApiError::stale(
                         def.group,
@@ -771,37 +619,4 @@ fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
         c
     };
     strip(a) == strip(b)
-}
-
-/// Set the pod's `PodScheduled` condition to True (keeping its transition time when it
-/// already was True).
-fn set_pod_scheduled(pod: &mut Value) {
-    if !pod["status"].is_object() {
-        pod["status"] = json!({});
-    }
-    let conditions = &mut pod["status"]["conditions"];
-    if !conditions.is_array() {
-        *conditions = json!([]);
-    }
-    let now = apimachinery::time::now_rfc3339();
-    if let Some(list) = conditions.as_array_mut() {
-        match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
-            Some(c) if c["status"] == "True" => {}
-            Some(c) => {
-                c["status"] = json!("True");
-                c["lastTransitionTime"] = json!(now);
-                c["lastProbeTime"] = Value::Null;
-                if let Some(m) = c.as_object_mut() {
-                    m.remove("reason");
-                    m.remove("message");
-                }
-            }
-            None => list.push(json!({
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": null,
-                "lastTransitionTime": now,
-            })),
-        }
-    }
 }

@@ -1,14 +1,175 @@
 //! The resource catalogue: every kind the server serves, described once.
 //!
 //! Discovery, OpenAPI, routing, field selectors and storage all read this table; nothing
-//! else in the server hard-codes a resource. Each entry says the group, version, kind,
-//! plural and singular names, short names, categories, scope, subresources and the
-//! fields that field selectors accept, as upstream kube-apiserver 1.36 serves them.
+//! else in the server hard-codes a resource. A built-in kind's entry comes from its Rust
+//! type (group, version, kind, plural, scope) and its registry file's [`Kind`] (short
+//! names, categories, and the [`Strategy`] that says everything it does differently:
+//! subresources, selectable fields, defaults, validation, printer, ...). The list of
+//! built-in kinds is [`crate::registry::builtin_kinds`]; custom resources join from their
+//! CustomResourceDefinitions.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
+
+use serde_json::json;
+
+use crate::registry::table::Printer;
+use crate::storage::store::View;
+use apimachinery::field::Cause;
+use apimachinery::status::ApiResult;
+
+/// When defaults are applied.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    /// What upstream applies on every decode: updates, status and finalize writes.
+    Scheme,
+    /// A create: the scheme defaults plus what the kind's strategy and the always-on
+    /// admission plugins add at creation (namespace finalizer, pod priority, ...).
+    Create,
+}
+
+impl Phase {
+    /// Whether this is a create.
+    pub fn create(self) -> bool {
+        self == Phase::Create
+    }
+}
+
+/// What a status update takes from the request's metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusMeta {
+    /// Nothing (`ResetObjectMetaForStatus`): newer kinds.
+    Reset,
+    /// Everything but the server's own fields and the listed ones (older kinds, whose
+    /// status strategy only resets the spec: Deployment keeps its labels, Pod its owner
+    /// references).
+    KeepExcept(&'static [&'static str]),
+}
+
+/// The parts of `DeleteOptions` a kind's delete looks at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeleteRequest<'a> {
+    /// `gracePeriodSeconds`.
+    pub grace_period: Option<i64>,
+    /// `propagationPolicy` (`Orphan`, `Background`, `Foreground`).
+    pub propagation: Option<&'a str>,
+}
+
+/// How a kind's DELETE differs from the generic store's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deletion {
+    /// The generic rules: propagation finalizers, then gone unless finalizers hold it.
+    Generic,
+    /// Graceful deletion (upstream `CheckGracefulDelete`): kept for this many seconds.
+    Graceful(i64),
+    /// Gone at once.
+    Now,
+    /// Stored as the strategy changed it (a namespace becomes `Terminating`).
+    Keep,
+    /// Nothing changes (already being deleted).
+    Unchanged,
+}
+
+/// What one kind does differently. Every method has the generic store's behaviour as
+/// its default, so a kind's registry file states only its differences.
+pub trait Strategy: Sync {
+    /// Subresources served (`status`, `scale`, ...).
+    fn subresources(&self) -> &'static [Subresource] {
+        &[]
+    }
+
+    /// Fields a field selector may name besides `metadata.name` and
+    /// `metadata.namespace`.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether `deletecollection` is served.
+    fn delete_collection(&self) -> bool {
+        true
+    }
+
+    /// Whether `metadata.generation` is kept (1 at create, bumped when the spec changes).
+    fn uses_generation(&self) -> bool {
+        false
+    }
+
+    /// Defaults of the object in `phase`.
+    fn default(&self, _def: &ResourceDef, _obj: &mut Value, _phase: Phase) {}
+
+    /// `PrepareForCreate` after the server's metadata is set: by default the status is
+    /// reset when the kind has a status subresource.
+    fn prepare_for_create(&self, def: &ResourceDef, obj: &mut Value) {
+        if def.has_status() {
+            if let Some(o) = obj.as_object_mut() {
+                o.insert("status".into(), json!({}));
+            }
+        }
+    }
+
+    /// `PrepareForUpdate` beyond the generic rules (server-owned metadata kept, the
+    /// status kept when it has its own subresource, generation bumped).
+    fn prepare_for_update(&self, _old: &Value, _new: &mut Value) {}
+
+    /// What a status update takes from the request's metadata.
+    fn status_update_metadata(&self) -> StatusMeta {
+        StatusMeta::Reset
+    }
+
+    /// Validation of a create (`old` is `None`) or an update: the causes, in
+    /// upstream's order, of what is wrong with `obj`.
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>;
+
+    /// The `kubectl get` columns; `None`: upstream's default table (name and age).
+    fn printer(&self) -> Option<&'static Printer> {
+        None
+    }
+
+    /// An object converted between two versions this kind is served in (`apiVersion`
+    /// strings); by default only `apiVersion` changes.
+    fn convert(&self, mut obj: Value, _from: &str, to: &str) -> Result<Value, String> {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("apiVersion".into(), json!(to));
+        }
+        Ok(obj)
+    }
+
+    /// Create-time work that reads other stored objects (a Service's cluster IP).
+    fn allocate(&self, _view: &View<'_>, _obj: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// How a DELETE of `obj` differs from the generic store's; may change `obj`.
+    fn delete(&self, _obj: &mut Value, _req: &DeleteRequest<'_>) -> Deletion {
+        Deletion::Generic
+    }
+
+    /// Whether a DELETE answers with the deleted object instead of a `Status`.
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// Check a `binding` subresource body for the object `name` (upstream
+    /// `BindingREST`); only kinds with [`Subresource::Binding`] are asked.
+    fn check_binding(&self, _name: &str, _binding: &Value) -> ApiResult<()> {
+        Err(apimachinery::status::ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ))
+    }
+
+    /// The object `old` bound as `binding` says.
+    fn bind(&self, _name: &str, old: &Value, _binding: &Value) -> ApiResult<Value> {
+        Ok(old.clone())
+    }
+
+    /// Whether something besides `metadata.finalizers` keeps a deleted object
+    /// (a namespace's `spec.finalizers`).
+    fn held_by_spec(&self, _obj: &Value) -> bool {
+        false
+    }
+}
 
 /// A subresource served under a resource (`deployments/status`, `deployments/scale`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +209,6 @@ impl Subresource {
 }
 
 /// One served resource.
-#[derive(Debug)]
 pub struct ResourceDef {
     /// API group ("" for core).
     pub group: &'static str,
@@ -80,6 +240,95 @@ pub struct ResourceDef {
     /// For a resource defined by a CustomResourceDefinition: what the CRD says of this
     /// version (schema, printer columns, subresource paths). `None` for built-in kinds.
     pub custom: Option<&'static CustomVersion>,
+    /// What the kind does differently from the generic store.
+    pub strategy: &'static dyn Strategy,
+}
+
+impl std::fmt::Debug for ResourceDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} {}", self.group, self.version, self.kind)
+    }
+}
+
+/// What a built-in kind's registry file declares beyond its Rust type.
+pub struct Kind {
+    /// Short names (`deploy`, `po`, ...).
+    pub short_names: &'static [&'static str],
+    /// Categories (`all`).
+    pub categories: &'static [&'static str],
+    /// The group and version whose representation is stored, when this version is
+    /// served from another one's storage.
+    pub storage_of: Option<(&'static str, &'static str)>,
+    /// What the kind does differently.
+    pub strategy: &'static dyn Strategy,
+}
+
+impl Kind {
+    /// A kind with its short names and strategy, in no category.
+    pub const fn new(
+        short_names: &'static [&'static str],
+        strategy: &'static dyn Strategy,
+    ) -> Kind {
+        Kind {
+            short_names,
+            categories: &[],
+            storage_of: None,
+            strategy,
+        }
+    }
+
+    /// The same kind in the `all` category (what `kubectl get all` lists).
+    pub const fn in_all(self) -> Kind {
+        Kind {
+            categories: &["all"],
+            ..self
+        }
+    }
+
+    /// The same kind in `categories`.
+    pub const fn in_categories(self, categories: &'static [&'static str]) -> Kind {
+        Kind { categories, ..self }
+    }
+
+    /// The same kind served from the storage of `group/version`.
+    pub const fn stored_as(self, group: &'static str, version: &'static str) -> Kind {
+        Kind {
+            storage_of: Some((group, version)),
+            ..self
+        }
+    }
+}
+
+/// The catalogue entry of the built-in kind `T` (names and scope from the type) as its
+/// registry file declares it.
+pub fn builtin<T: k8s_openapi::Resource>(kind: &'static Kind) -> ResourceDef
+where
+    T::Scope: 'static,
+{
+    let namespaced = std::any::TypeId::of::<T::Scope>()
+        == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+    ResourceDef {
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        plural: T::URL_PATH_SEGMENT,
+        singular: leak_lowercase(T::KIND),
+        namespaced,
+        short_names: kind.short_names,
+        categories: kind.categories,
+        subresources: kind.strategy.subresources(),
+        field_selectors: kind.strategy.selectable_fields(),
+        delete_collection: kind.strategy.delete_collection(),
+        storage_of: kind.storage_of,
+        custom: None,
+        strategy: kind.strategy,
+    }
+}
+
+/// The singular name of a built-in kind: its kind in lower case (built once per kind,
+/// for the life of the process).
+fn leak_lowercase(kind: &str) -> &'static str {
+    Box::leak(kind.to_ascii_lowercase().into_boxed_str())
 }
 
 /// An `additionalPrinterColumns` entry.
@@ -252,125 +501,6 @@ impl ResourceDef {
     }
 }
 
-use Subresource::{Approval, Binding, Finalize, Scale, Status};
-
-const NONE: &[&str] = &[];
-const ALL: &[&str] = &["all"];
-
-macro_rules! res {
-    ($g:expr, $v:expr, $kind:expr, $plural:expr, $singular:expr, $ns:expr, $short:expr, $cat:expr, $subs:expr, $fields:expr) => {
-        ResourceDef {
-            group: $g,
-            version: $v,
-            kind: $kind,
-            plural: $plural,
-            singular: $singular,
-            namespaced: $ns,
-            short_names: $short,
-            categories: $cat,
-            subresources: $subs,
-            field_selectors: $fields,
-            delete_collection: true,
-            storage_of: None,
-            custom: None,
-        }
-    };
-}
-
-const POD_FIELDS: &[&str] = &[
-    "spec.nodeName",
-    "spec.restartPolicy",
-    "spec.schedulerName",
-    "spec.serviceAccountName",
-    "spec.hostNetwork",
-    "status.phase",
-    "status.podIP",
-    "status.podIPs",
-    "status.nominatedNodeName",
-];
-
-const EVENT_FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
-#[rustfmt::skip]
-fn build() -> Vec<ResourceDef> {
-    let mut v = vec![
-        // core/v1
-        res!("", "v1", "ConfigMap", "configmaps", "configmap", true, &["cm"], NONE, &[], NONE),
-        res!("", "v1", "Endpoints", "endpoints", "endpoints", true, &["ep"], NONE, &[], NONE),
-        res!("", "v1", "Event", "events", "event", true, &["ev"], NONE, &[], EVENT_FIELDS),
-        res!("", "v1", "LimitRange", "limitranges", "limitrange", true, &["limits"], NONE, &[], NONE),
-        ResourceDef { delete_collection: false, ..res!("", "v1", "Namespace", "namespaces", "namespace", false, &["ns"], NONE, &[Finalize, Status], &["status.phase"]) },
-        res!("", "v1", "Node", "nodes", "node", false, &["no"], NONE, &[Status], &["spec.unschedulable"]),
-        res!("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", true, &["pvc"], NONE, &[Status], NONE),
-        res!("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", false, &["pv"], NONE, &[Status], NONE),
-        res!("", "v1", "Pod", "pods", "pod", true, &["po"], ALL, &[Binding, Status], POD_FIELDS),
-        res!("", "v1", "PodTemplate", "podtemplates", "podtemplate", true, NONE, NONE, &[], NONE),
-        res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, &["rc"], ALL, &[Scale, Status], &["status.replicas"]),
-        res!("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", true, &["quota"], NONE, &[Status], NONE),
-        res!("", "v1", "Secret", "secrets", "secret", true, NONE, NONE, &[], &["type"]),
-        res!("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", true, &["sa"], NONE, &[], NONE),
-        res!("", "v1", "Service", "services", "service", true, &["svc"], ALL, &[Status], &["spec.clusterIP", "spec.type"]),
-        // apiextensions
-        ResourceDef { categories: &["api-extensions"], ..res!("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", "customresourcedefinition", false, &["crd", "crds"], NONE, &[Status], NONE) },
-        // apps/v1
-        res!("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", true, NONE, NONE, &[], NONE),
-        res!("apps", "v1", "DaemonSet", "daemonsets", "daemonset", true, &["ds"], ALL, &[Status], NONE),
-        res!("apps", "v1", "Deployment", "deployments", "deployment", true, &["deploy"], ALL, &[Scale, Status], NONE),
-        res!("apps", "v1", "ReplicaSet", "replicasets", "replicaset", true, &["rs"], ALL, &[Scale, Status], &["status.replicas"]),
-        res!("apps", "v1", "StatefulSet", "statefulsets", "statefulset", true, &["sts"], ALL, &[Scale, Status], NONE),
-        // autoscaling
-        ResourceDef { storage_of: Some(("autoscaling", "v2")), ..res!("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, &["hpa"], ALL, &[Status], NONE) },
-        res!("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, &["hpa"], ALL, &[Status], NONE),
-        // batch/v1
-        res!("batch", "v1", "CronJob", "cronjobs", "cronjob", true, &["cj"], ALL, &[Status], NONE),
-        res!("batch", "v1", "Job", "jobs", "job", true, NONE, ALL, &[Status], &["status.successful"]),
-        // certificates
-        res!("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", "certificatesigningrequest", false, &["csr"], NONE, &[Approval, Status], &["spec.signerName"]),
-        // coordination
-        res!("coordination.k8s.io", "v1", "Lease", "leases", "lease", true, NONE, NONE, &[], NONE),
-        // discovery
-        res!("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", true, NONE, NONE, &[], NONE),
-        // events
-        ResourceDef { storage_of: Some(("", "v1")), ..res!("events.k8s.io", "v1", "Event", "events", "event", true, &["ev"], NONE, &[], NONE) },
-        // networking
-        res!("networking.k8s.io", "v1", "IngressClass", "ingressclasses", "ingressclass", false, NONE, NONE, &[], NONE),
-        res!("networking.k8s.io", "v1", "Ingress", "ingresses", "ingress", true, &["ing"], NONE, &[Status], NONE),
-        res!("networking.k8s.io", "v1", "IPAddress", "ipaddresses", "ipaddress", false, &["ip"], NONE, &[], NONE),
-        res!("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy", true, &["netpol"], NONE, &[], NONE),
-        res!("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs", "servicecidr", false, NONE, NONE, &[Status], NONE),
-        // policy
-        res!("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", true, &["pdb"], NONE, &[Status], NONE),
-        // rbac
-        res!("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", false, NONE, NONE, &[], NONE),
-        res!("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", false, NONE, NONE, &[], NONE),
-        res!("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", true, NONE, NONE, &[], NONE),
-        res!("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", true, NONE, NONE, &[], NONE),
-        // scheduling
-        res!("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", false, &["pc"], NONE, &[], NONE),
-        // storage
-        res!("storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver", false, NONE, NONE, &[], NONE),
-        res!("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode", false, NONE, NONE, &[], NONE),
-        res!("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", "csistoragecapacity", true, NONE, NONE, &[], NONE),
-        res!("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", false, &["sc"], NONE, &[], NONE),
-        res!("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", "volumeattachment", false, NONE, NONE, &[Status], NONE),
-        res!("storage.k8s.io", "v1", "VolumeAttributesClass", "volumeattributesclasses", "volumeattributesclass", false, &["vac"], NONE, &[], NONE),
-    ];
-    v.sort_by(|a, b| (a.group, a.version, a.plural).cmp(&(b.group, b.version, b.plural)));
-    v
-}
-
 /// The catalogue: lookup by group/version/plural and by group/version/kind. The
 /// built-in catalogue is process-wide; a server's catalogue adds the resources its
 /// CustomResourceDefinitions define ([`Catalog::with_custom`]).
@@ -414,7 +544,7 @@ impl Catalog {
         static DEFS: OnceLock<Vec<ResourceDef>> = OnceLock::new();
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
         CATALOG.get_or_init(|| {
-            let defs = DEFS.get_or_init(build);
+            let defs = DEFS.get_or_init(crate::registry::builtin_kinds);
             Catalog::from_resources(defs.iter().collect())
         })
     }

@@ -33,6 +33,8 @@
 //! Every function leaves alone a field whose JSON type is not what the Kubernetes schema
 //! expects: bad input is for validation to reject, never a reason to panic here.
 
+use crate::registry::catalog::Phase;
+use crate::registry::catalog::ResourceDef;
 use apimachinery::quantity::{self, Quantity};
 use serde_json::{json, Map, Value};
 
@@ -115,15 +117,22 @@ pub fn generate_job_selector(obj: &mut Value, uid: &str) {
     copy_template_labels_to_job(o);
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Scheme,
-    Create,
-}
-
-impl Phase {
-    fn create(self) -> bool {
-        self == Phase::Create
+/// The defaults of the kind as the central table knew them (being moved into the
+/// kinds' registry files).
+pub fn legacy(def: &ResourceDef, obj: &mut Value, phase: Phase) {
+    match phase {
+        Phase::Create => {
+            apply_defaults(def.group, def.version, def.kind, obj);
+            if def.kind == "Job" {
+                let uid = obj
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                generate_job_selector(obj, &uid);
+            }
+        }
+        Phase::Scheme => apply_scheme_defaults(def.group, def.version, def.kind, obj),
     }
 }
 

@@ -1,17 +1,93 @@
 //! The kinds the server serves and what each does differently.
 //!
-//! The [`catalog`] lists every built-in kind once, with its names and its strategy;
-//! custom resources join it from their CustomResourceDefinitions ([`custom`]). A
-//! strategy holds what upstream keeps in `pkg/registry/<group>/<resource>/strategy.go`:
+//! One module per API group and one file per kind (`apps/deployment.rs`,
+//! `core/pod.rs`), each declaring its [`catalog::Kind`]: short names, categories and the
+//! [`strategy::Strategy`] that holds what upstream keeps in
+//! `pkg/registry/<group>/<resource>/strategy.go` (subresources, selectable fields,
 //! defaults, what create and update keep or reset, validation, the table printer,
-//! selectable fields, subresources and delete behaviour.
+//! delete behaviour). [`builtin_kinds`] is the catalogue: one line per kind. Custom
+//! resources join from their CustomResourceDefinitions ([`custom`]).
+//!
+//! Adding a built-in kind: write its file (start from a small one such as
+//! `coordination/lease.rs`), declare it in its group's `mod.rs`, and add its line to
+//! [`builtin_kinds`].
 
-pub mod admission;
 pub mod catalog;
 pub mod conversion;
 pub mod custom;
 pub mod defaults;
-pub mod strategy;
+pub mod rest;
 pub mod table;
 pub mod validation;
 pub mod versions;
+
+pub mod apiextensions;
+pub mod apps;
+pub mod autoscaling;
+pub mod batch;
+pub mod certificates;
+pub mod coordination;
+pub mod core;
+pub mod discovery;
+pub mod events;
+pub mod networking;
+pub mod policy;
+pub mod rbac;
+pub mod scheduling;
+pub mod storage;
+
+use catalog::{builtin, ResourceDef};
+
+/// The catalogue of built-in kinds: each line pairs a kind's Rust type (its names and
+/// scope) with its registry file's declaration.
+pub fn builtin_kinds() -> Vec<ResourceDef> {
+    use k8s_openapi::api as a;
+    vec![
+        builtin::<a::core::v1::ConfigMap>(&core::configmap::KIND),
+        builtin::<a::core::v1::Endpoints>(&core::endpoints::KIND),
+        builtin::<a::core::v1::Event>(&core::event::KIND),
+        builtin::<a::core::v1::LimitRange>(&core::limitrange::KIND),
+        builtin::<a::core::v1::Namespace>(&core::namespace::KIND),
+        builtin::<a::core::v1::Node>(&core::node::KIND),
+        builtin::<a::core::v1::PersistentVolumeClaim>(&core::persistentvolumeclaim::KIND),
+        builtin::<a::core::v1::PersistentVolume>(&core::persistentvolume::KIND),
+        builtin::<a::core::v1::Pod>(&core::pod::KIND),
+        builtin::<a::core::v1::PodTemplate>(&core::podtemplate::KIND),
+        builtin::<a::core::v1::ReplicationController>(&core::replicationcontroller::KIND),
+        builtin::<a::core::v1::ResourceQuota>(&core::resourcequota::KIND),
+        builtin::<a::core::v1::Secret>(&core::secret::KIND),
+        builtin::<a::core::v1::ServiceAccount>(&core::serviceaccount::KIND),
+        builtin::<a::core::v1::Service>(&core::service::KIND),
+        builtin::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&apiextensions::customresourcedefinition::KIND),
+        builtin::<a::apps::v1::ControllerRevision>(&apps::controllerrevision::KIND),
+        builtin::<a::apps::v1::DaemonSet>(&apps::daemonset::KIND),
+        builtin::<a::apps::v1::Deployment>(&apps::deployment::KIND),
+        builtin::<a::apps::v1::ReplicaSet>(&apps::replicaset::KIND),
+        builtin::<a::apps::v1::StatefulSet>(&apps::statefulset::KIND),
+        builtin::<a::autoscaling::v2::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND),
+        builtin::<a::autoscaling::v1::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND_V1),
+        builtin::<a::batch::v1::CronJob>(&batch::cronjob::KIND),
+        builtin::<a::batch::v1::Job>(&batch::job::KIND),
+        builtin::<a::certificates::v1::CertificateSigningRequest>(&certificates::certificatesigningrequest::KIND),
+        builtin::<a::coordination::v1::Lease>(&coordination::lease::KIND),
+        builtin::<a::discovery::v1::EndpointSlice>(&discovery::endpointslice::KIND),
+        builtin::<a::events::v1::Event>(&events::event::KIND),
+        builtin::<a::networking::v1::IngressClass>(&networking::ingressclass::KIND),
+        builtin::<a::networking::v1::Ingress>(&networking::ingress::KIND),
+        builtin::<a::networking::v1::IPAddress>(&networking::ipaddress::KIND),
+        builtin::<a::networking::v1::NetworkPolicy>(&networking::networkpolicy::KIND),
+        builtin::<a::networking::v1::ServiceCIDR>(&networking::servicecidr::KIND),
+        builtin::<a::policy::v1::PodDisruptionBudget>(&policy::poddisruptionbudget::KIND),
+        builtin::<a::rbac::v1::ClusterRoleBinding>(&rbac::clusterrolebinding::KIND),
+        builtin::<a::rbac::v1::ClusterRole>(&rbac::clusterrole::KIND),
+        builtin::<a::rbac::v1::RoleBinding>(&rbac::rolebinding::KIND),
+        builtin::<a::rbac::v1::Role>(&rbac::role::KIND),
+        builtin::<a::scheduling::v1::PriorityClass>(&scheduling::priorityclass::KIND),
+        builtin::<a::storage::v1::CSIDriver>(&storage::csidriver::KIND),
+        builtin::<a::storage::v1::CSINode>(&storage::csinode::KIND),
+        builtin::<a::storage::v1::CSIStorageCapacity>(&storage::csistoragecapacity::KIND),
+        builtin::<a::storage::v1::StorageClass>(&storage::storageclass::KIND),
+        builtin::<a::storage::v1::VolumeAttachment>(&storage::volumeattachment::KIND),
+        builtin::<a::storage::v1::VolumeAttributesClass>(&storage::volumeattributesclass::KIND),
+    ]
+}

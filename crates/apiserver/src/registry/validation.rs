@@ -21,6 +21,7 @@
 //! (typed strings, maps, structs, pointers) is rendered with `encoding/json`
 //! (sorted map keys, struct field order, HTML-safe escaping).
 
+use crate::registry::catalog::ResourceDef;
 use apimachinery::field::{Bad, Cause, ErrorList as Errs, IMMUTABLE};
 use apimachinery::gofmt::quote as go_quote;
 use apimachinery::names::{
@@ -40,54 +41,21 @@ const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 // Public entry points
 // ---------------------------------------------------------------------------
 
-/// Validates `obj` (already defaulted) of kind `group`/`version`/`kind`.
-///
-/// `namespaced` says whether the kind is namespaced (so `metadata.namespace` is
-/// required, or forbidden otherwise). `old` is the stored object on update and
-/// enables immutable-field checks; it is `None` on create. The causes are
-/// returned in upstream order; an empty vector means the object is valid.
+/// Validates `obj` (already defaulted) of the built-in kind `group`/`version`/`kind`
+/// through its strategy; `old` is the stored object on update.
+#[cfg(test)]
 pub fn validate(
     group: &str,
     version: &str,
     kind: &str,
-    namespaced: bool,
+    _namespaced: bool,
     obj: &Value,
     old: Option<&Value>,
 ) -> Vec<Cause> {
-    let mut e = Errs::default();
-    let v = Ctx {
-        group,
-        version,
-        namespaced,
-        old,
-    };
-    match (group, kind) {
-        ("", "Pod") => v.pod(&mut e, obj),
-        ("", "PodTemplate") => v.pod_template(&mut e, obj),
-        ("", "ReplicationController") => v.replication_controller(&mut e, obj),
-        ("", "Service") => v.service(&mut e, obj),
-        ("", "ConfigMap") => v.config_map(&mut e, obj),
-        ("", "Secret") => v.secret(&mut e, obj),
-        ("", "Namespace") => v.namespace(&mut e, obj),
-        ("apps", "Deployment") => v.deployment(&mut e, obj),
-        ("apps", "ReplicaSet") => v.replica_set(&mut e, obj),
-        ("apps", "StatefulSet") => v.stateful_set(&mut e, obj),
-        ("apps", "DaemonSet") => v.daemon_set(&mut e, obj),
-        ("batch", "Job") => v.job(&mut e, obj),
-        ("batch", "CronJob") => v.cron_job(&mut e, obj),
-        ("coordination.k8s.io", "Lease") => v.lease(&mut e, obj),
-        ("", "Event") => v.event(&mut e, obj, false),
-        ("events.k8s.io", "Event") => v.event(&mut e, obj, true),
-        ("policy", "PodDisruptionBudget") => v.pdb(&mut e, obj),
-        _ => {
-            let rule = name_rule(kind, group);
-            // Kinds whose upstream validation calls core's ValidateObjectMeta also run
-            // the legacy "standard finalizer name" check.
-            let kube_finalizers = group.is_empty() || group == "apps" || group == "batch";
-            v.meta(&mut e, obj, rule, kube_finalizers);
-        }
-    }
-    e.0
+    let def = crate::registry::catalog::Catalog::builtin()
+        .by_kind(group, version, kind)
+        .unwrap_or_else(|| panic!("no built-in kind {group}/{version} {kind}"));
+    def.strategy.validate(def, obj, old)
 }
 
 /// Returns the upstream messages for `metadata.name` according to the name rule
@@ -370,11 +338,70 @@ fn not_more_than_100_percent(e: &mut Errs, v: Option<&Value>, path: &str) {
 // Per-kind validation
 // ---------------------------------------------------------------------------
 
-struct Ctx<'a> {
+/// What validation of one object knows: the kind's catalogue entry and, on update, the
+/// stored object.
+pub struct Ctx<'a> {
+    /// The kind.
+    pub def: &'a ResourceDef,
     group: &'a str,
     version: &'a str,
     namespaced: bool,
-    old: Option<&'a Value>,
+    /// The stored object on update; `None` on create.
+    pub old: Option<&'a Value>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Validation of an object of `def` (`old`: the stored object on update).
+    pub fn new(def: &'a ResourceDef, old: Option<&'a Value>) -> Ctx<'a> {
+        Ctx {
+            def,
+            group: def.group,
+            version: def.version,
+            namespaced: def.namespaced,
+            old,
+        }
+    }
+
+    /// The metadata checks alone (`ValidateObjectMeta` / `ValidateObjectMetaUpdate`),
+    /// with the name rule of the kind. Kinds whose upstream validation calls core's
+    /// `ValidateObjectMeta` (core, apps, batch) also run the legacy "standard finalizer
+    /// name" check.
+    pub fn meta_only(&self, obj: &Value, rule: NameRule) -> Vec<Cause> {
+        let mut e = Errs::default();
+        let kube_finalizers =
+            self.group.is_empty() || self.group == "apps" || self.group == "batch";
+        self.meta(&mut e, obj, rule, kube_finalizers);
+        e.0
+    }
+
+    /// The validation of the kind as the central table knew it (being moved into the
+    /// kinds' registry files).
+    pub fn legacy(&self, obj: &Value) -> Vec<Cause> {
+        let mut e = Errs::default();
+        match (self.group, self.def.kind) {
+            ("", "Pod") => self.pod(&mut e, obj),
+            ("", "PodTemplate") => self.pod_template(&mut e, obj),
+            ("", "ReplicationController") => self.replication_controller(&mut e, obj),
+            ("", "Service") => self.service(&mut e, obj),
+            ("", "ConfigMap") => self.config_map(&mut e, obj),
+            ("", "Secret") => self.secret(&mut e, obj),
+            ("", "Namespace") => self.namespace(&mut e, obj),
+            ("apps", "Deployment") => self.deployment(&mut e, obj),
+            ("apps", "ReplicaSet") => self.replica_set(&mut e, obj),
+            ("apps", "StatefulSet") => self.stateful_set(&mut e, obj),
+            ("apps", "DaemonSet") => self.daemon_set(&mut e, obj),
+            ("batch", "Job") => self.job(&mut e, obj),
+            ("batch", "CronJob") => self.cron_job(&mut e, obj),
+            ("coordination.k8s.io", "Lease") => self.lease(&mut e, obj),
+            ("", "Event") => self.event(&mut e, obj, false),
+            ("events.k8s.io", "Event") => self.event(&mut e, obj, true),
+            ("policy", "PodDisruptionBudget") => self.pdb(&mut e, obj),
+            _ => {
+                return self.meta_only(obj, name_rule(self.def.kind, self.group));
+            }
+        }
+        e.0
+    }
 }
 
 impl Ctx<'_> {
@@ -2847,9 +2874,13 @@ mod tests {
         );
         let role = json!({"metadata": {"name": "system:Anything_Goes", "namespace": "n"}});
         assert!(validate("rbac.authorization.k8s.io", "v1", "Role", true, &role, None).is_empty());
+        // custom resources: DNS-1123 subdomain names
         let cr = json!({"metadata": {"name": "Bad_Name"}});
+        let any = crate::registry::catalog::Catalog::builtin()
+            .by_kind("", "v1", "Node")
+            .expect("nodes");
         assert_eq!(
-            msgs(&validate("example.com", "v1", "Widget", false, &cr, None)),
+            msgs(&Ctx::new(any, None).meta_only(&cr, NameRule::Subdomain)),
             vec![format!(
                 "metadata.name: Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}"
             )]

@@ -16,10 +16,8 @@ pub fn storage_def(def: &'static ResourceDef) -> &'static ResourceDef {
 }
 
 fn convert(def: &ResourceDef, from: &ResourceDef, to: &ResourceDef, v: Value) -> ApiResult<Value> {
-    if def.custom.is_some() {
-        return Ok(crate::registry::custom::convert_none(v, &to.api_version()));
-    }
-    crate::registry::conversion::convert(def.kind, &from.api_version(), &to.api_version(), v)
+    def.strategy
+        .convert(v, &from.api_version(), &to.api_version())
         .map_err(|e| {
             ApiError::internal(format!(
                 "converting {} from {} to {}: {e}",

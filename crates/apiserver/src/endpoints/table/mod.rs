@@ -12,9 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::endpoints::request::Query;
 use crate::registry::catalog::ResourceDef;
-use crate::registry::table::{
-    custom_columns, custom_row, printer_for, Printer, Row, DEFAULT, SCALE,
-};
+use crate::registry::table::{Printer, Row, DEFAULT, SCALE};
 use apimachinery::status::{ApiError, ApiResult};
 
 /// `includeObject`: what each row carries of its object.
@@ -95,7 +93,7 @@ impl Tabulator {
     pub fn new(def: &'static ResourceDef, opts: TableOptions) -> Tabulator {
         Tabulator {
             def,
-            printer: printer_for(def).unwrap_or(&DEFAULT),
+            printer: def.strategy.printer().unwrap_or(&DEFAULT),
             custom: def.custom,
             opts,
             now: None,
@@ -123,7 +121,7 @@ impl Tabulator {
     /// The column definitions.
     pub fn columns(&self) -> Value {
         if let Some(custom) = self.custom {
-            return custom_columns(custom);
+            return crate::registry::custom::table_columns(custom);
         }
         Value::Array(
             self.printer
@@ -146,7 +144,7 @@ impl Tabulator {
     pub fn row(&self, stored: &Value) -> ApiResult<Value> {
         let now = self.now.unwrap_or_else(Utc::now);
         let Row { cells, conditions } = match self.custom {
-            Some(custom) => custom_row(custom, stored, now),
+            Some(custom) => crate::registry::custom::table_row(custom, stored, now),
             None => (self.printer.print)(stored, now),
         };
         let mut row = Map::new();

@@ -128,7 +128,7 @@ fn default_table_for_kinds_without_printer() {
         ("limitranges", ""),
         ("clusterroles", "rbac.authorization.k8s.io"),
     ] {
-        assert!(printer_for(def(group, plural)).is_none(), "{plural}");
+        assert!(def(group, plural).strategy.printer().is_none(), "{plural}");
     }
 }
 

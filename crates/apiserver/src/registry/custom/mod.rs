@@ -14,20 +14,24 @@
 //! kilobytes per change); in exchange every request path keeps the zero-cost
 //! `&'static ResourceDef` the built-in kinds use.
 
-pub mod crd_validation;
 pub mod names;
 pub mod openapi;
 pub mod webhook;
-
-#[cfg(test)]
-mod tests_crd;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::Value;
 
+use apimachinery::field::Cause;
 use apimachinery::gofmt;
+use apimachinery::names::NameRule;
+
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::{name, Row, NAME};
+use crate::registry::validation::Ctx;
+use chrono::{DateTime, Utc};
+use serde_json::json;
 
 use crate::registry::catalog::{
     Catalog, Conversion, CustomVersion, PrinterColumn, ResourceDef, ScalePaths, Subresource,
@@ -218,6 +222,7 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
             delete_collection: true,
             storage_of: (!is_storage).then_some((group, storage_version)),
             custom: Some(custom),
+            strategy: &CUSTOM,
         }));
         customs.push(custom);
         out.push((def, served));
@@ -335,14 +340,6 @@ pub fn set_at_path(obj: &mut Value, path: &str, value: Value) {
     }
 }
 
-/// `None` conversion: the object with its `apiVersion` set to `api_version`.
-pub fn convert_none(mut v: Value, api_version: &str) -> Value {
-    if let Some(o) = v.as_object_mut() {
-        o.insert("apiVersion".into(), Value::String(api_version.to_string()));
-    }
-    v
-}
-
 /// What of a CRD decides its definitions: a rebuild happens only when this changes.
 fn fingerprint(crd: &Value) -> Value {
     serde_json::json!({
@@ -354,6 +351,70 @@ fn fingerprint(crd: &Value) -> Value {
             c.as_array().map(|a| a.iter().map(|x| (x["type"].clone(), x["status"].clone())).collect::<Vec<_>>())
         }),
     })
+}
+
+/// The strategy of every custom resource: what its CRD version says (structural
+/// schema defaults, pruning and validation, CEL rules, scale subresource paths).
+pub struct CustomStrategy;
+
+/// The one [`CustomStrategy`].
+pub static CUSTOM: CustomStrategy = CustomStrategy;
+
+/// upstream's `hasBlockingErr`: the CEL rules are not run on an object whose shape is
+/// wrong (type, required, enum or size violations).
+const BLOCKING: [&str; 5] = [
+    "FieldValueNotSupported",
+    "FieldValueRequired",
+    "FieldValueTooLong",
+    "FieldValueTooMany",
+    "FieldValueTypeInvalid",
+];
+
+impl Strategy for CustomStrategy {
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, def: &ResourceDef, obj: &mut Value, _phase: Phase) {
+        if let Some(schema) = def.custom.and_then(|c| c.schema.as_ref()) {
+            crate::machinery::structural::default(schema, obj);
+        }
+    }
+
+    /// A custom resource with a status subresource drops the status on create.
+    fn prepare_for_create(&self, def: &ResourceDef, obj: &mut Value) {
+        if def.has_status() {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut found = Ctx::new(def, old).meta_only(obj, NameRule::Subdomain);
+        let Some(custom) = def.custom else {
+            return found;
+        };
+        if let Some(schema) = &custom.schema {
+            found.extend(crate::machinery::structural::validate_update(
+                schema, obj, old,
+            ));
+        }
+        found.extend(scale_causes(custom, obj));
+        if let Some(schema) = &custom.schema {
+            if found.iter().any(|c| BLOCKING.contains(&c.reason.as_ref())) {
+                found.push(apimachinery::field::invalid(
+                    "<nil>",
+                    Value::Null,
+                    "some validation rules were not checked because the object was invalid; \
+                     correct the existing errors to complete validation",
+                ));
+            } else {
+                found.extend(crate::machinery::cel::validate(schema, obj, old));
+            }
+        }
+        found
+    }
 }
 
 /// The definitions of one CRD's versions, each with whether it is served.
@@ -433,4 +494,45 @@ impl Registry {
             .and_then(|(d, _)| d.custom)
             .and_then(CustomVersion::storage_def)
     }
+}
+
+/// Column definitions of a custom resource: Name, then its printer columns (upstream's
+/// apiextensions `tableconvertor`).
+pub fn table_columns(custom: &CustomVersion) -> Value {
+    let mut cols = vec![json!({
+        "name": NAME.name, "type": NAME.ty, "format": NAME.format,
+        "description": NAME.desc.text(), "priority": 0,
+    })];
+    cols.extend(custom.columns.iter().map(|c| {
+        json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
+    }));
+    Value::Array(cols)
+}
+
+/// Cells of a custom resource: the first value each column's JSONPath finds, typed as
+/// upstream's `cellForJSONValue` (dates as ages; mistyped values as null).
+pub fn table_row(custom: &CustomVersion, v: &Value, now: DateTime<Utc>) -> Row {
+    let mut cells = vec![name(v)];
+    for c in &custom.columns {
+        let found = crate::machinery::jsonpath::JsonPath::parse(&c.json_path)
+            .ok()
+            .and_then(|p| p.first(v).cloned());
+        let cell = match (c.ty.as_str(), found) {
+            (_, None) | (_, Some(Value::Null)) => Value::Null,
+            ("integer", Some(Value::Number(n))) => n
+                .as_i64()
+                .or_else(|| n.as_f64().map(|f| f as i64))
+                .map_or(Value::Null, |i| json!(i)),
+            ("number", Some(Value::Number(n))) => n.as_f64().map_or(Value::Null, |f| json!(f)),
+            ("boolean", Some(b @ Value::Bool(_))) => b,
+            ("string", Some(x)) => json!(crate::machinery::jsonpath::to_text(&x)),
+            ("date", Some(Value::String(t))) => match apimachinery::time::parse_time(&t) {
+                Some(t) => json!(apimachinery::time::elapsed(t, now)),
+                None => json!("<invalid>"),
+            },
+            _ => Value::Null,
+        };
+        cells.push(cell);
+    }
+    Row::of(cells)
 }

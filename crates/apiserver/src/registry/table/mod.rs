@@ -21,8 +21,6 @@ mod workloads;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::registry::catalog::ResourceDef;
-
 /// Where a column's description comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Desc {
@@ -149,16 +147,14 @@ pub struct Printer {
     pub print: fn(&Value, DateTime<Utc>) -> Row,
 }
 
-/// The printer of a resource, `None` for kinds printed with the default table.
-pub fn printer_for(def: &'static ResourceDef) -> Option<&'static Printer> {
-    let group = crate::registry::catalog::Catalog::builtin()
-        .storage_def(def)
-        .group;
-    pod::printer(group, def.kind)
-        .or_else(|| workloads::printer(group, def.kind))
-        .or_else(|| core::printer(group, def.kind))
-        .or_else(|| cluster::printer(group, def.kind))
-        .or_else(|| storage::printer(group, def.kind))
+/// The printer of a kind as the central table knew it (being moved into the kinds'
+/// registry files); `None` for kinds printed with the default table.
+pub fn legacy(group: &str, kind: &str) -> Option<&'static Printer> {
+    pod::printer(group, kind)
+        .or_else(|| workloads::printer(group, kind))
+        .or_else(|| core::printer(group, kind))
+        .or_else(|| cluster::printer(group, kind))
+        .or_else(|| storage::printer(group, kind))
 }
 
 /// Columns of the default table (upstream `rest.NewDefaultTableConvertor`).
@@ -210,51 +206,6 @@ pub static SCALE: Printer = Printer {
         ])
     },
 };
-
-/// Column definitions of a custom resource: Name, then its printer columns (upstream's
-/// apiextensions `tableconvertor`).
-pub(crate) fn custom_columns(custom: &crate::registry::catalog::CustomVersion) -> Value {
-    let mut cols = vec![json!({
-        "name": NAME.name, "type": NAME.ty, "format": NAME.format,
-        "description": NAME.desc.text(), "priority": 0,
-    })];
-    cols.extend(custom.columns.iter().map(|c| {
-        json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
-    }));
-    Value::Array(cols)
-}
-
-/// Cells of a custom resource: the first value each column's JSONPath finds, typed as
-/// upstream's `cellForJSONValue` (dates as ages; mistyped values as null).
-pub(crate) fn custom_row(
-    custom: &crate::registry::catalog::CustomVersion,
-    v: &Value,
-    now: DateTime<Utc>,
-) -> Row {
-    let mut cells = vec![name(v)];
-    for c in &custom.columns {
-        let found = crate::machinery::jsonpath::JsonPath::parse(&c.json_path)
-            .ok()
-            .and_then(|p| p.first(v).cloned());
-        let cell = match (c.ty.as_str(), found) {
-            (_, None) | (_, Some(Value::Null)) => Value::Null,
-            ("integer", Some(Value::Number(n))) => n
-                .as_i64()
-                .or_else(|| n.as_f64().map(|f| f as i64))
-                .map_or(Value::Null, |i| json!(i)),
-            ("number", Some(Value::Number(n))) => n.as_f64().map_or(Value::Null, |f| json!(f)),
-            ("boolean", Some(b @ Value::Bool(_))) => b,
-            ("string", Some(x)) => json!(crate::machinery::jsonpath::to_text(&x)),
-            ("date", Some(Value::String(t))) => match apimachinery::time::parse_time(&t) {
-                Some(t) => json!(apimachinery::time::elapsed(t, now)),
-                None => json!("<invalid>"),
-            },
-            _ => Value::Null,
-        };
-        cells.push(cell);
-    }
-    Row::of(cells)
-}
 
 // ----------------------------------------------------------------------------------
 // Reading objects: missing or mistyped fields read as Go's zero values.

@@ -1,6 +1,6 @@
 //! CRD validation tests (cases modelled on apiextensions' validation_test.go).
 
-use crate::registry::custom::crd_validation::{structural_errors, validate_crd};
+use super::validation::{structural_errors, validate_crd};
 use serde_json::{json, Value};
 
 fn crd(schema: Value) -> Value {

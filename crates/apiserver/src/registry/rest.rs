@@ -1,33 +1,18 @@
-//! Per-kind write strategies: what the server sets, keeps and resets on create, update,
-//! status update and delete, as upstream registry strategies (`PrepareForCreate`,
-//! `PrepareForUpdate`, `ResetObjectMetaForStatus`, graceful deletion) do.
+//! The generic store's rules around a write (upstream `k8s.io/apiserver/pkg/registry/rest`
+//! `BeforeCreate`, `BeforeUpdate`, `BeforeDelete`), which call each kind's
+//! [`Strategy`](crate::registry::catalog::Strategy).
+//!
+//! Every create runs: decode-time defaults → field manager → [`prepare_create`]
+//! (server-owned metadata, then the kind's `PrepareForCreate`) → create-time defaults →
+//! [`validate_object`]. Updates run [`prepare_update`] (or the status/finalize variants),
+//! decode-time defaults and validation. Handlers call these functions and never name a
+//! kind.
 
 use rand::Rng;
 use serde_json::{json, Map, Value};
 
-use crate::registry::catalog::ResourceDef;
-
-/// Kinds whose objects carry `metadata.generation`.
-pub fn uses_generation(def: &ResourceDef) -> bool {
-    def.custom.is_some()
-        || matches!(
-            def.kind,
-            "Pod"
-                | "Deployment"
-                | "ReplicaSet"
-                | "StatefulSet"
-                | "DaemonSet"
-                | "Job"
-                | "CronJob"
-                | "ReplicationController"
-                | "PodDisruptionBudget"
-                | "HorizontalPodAutoscaler"
-                | "NetworkPolicy"
-                | "Ingress"
-                | "ServiceCIDR"
-                | "CustomResourceDefinition"
-        )
-}
+use crate::registry::catalog::{Phase, ResourceDef, StatusMeta};
+use apimachinery::status::{ApiError, ApiResult};
 
 /// Upstream's alphabet for generated names (no vowels, no confusable characters).
 const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -55,9 +40,37 @@ pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     m.as_object_mut()
 }
 
+/// Add finalizer `f` to the object unless it has it.
+pub fn add_finalizer(obj: &mut Value, f: &str) {
+    if let Some(m) = meta_mut(obj) {
+        let list = m.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(a) = list.as_array_mut() {
+            if !a.iter().any(|x| x == f) {
+                a.push(json!(f));
+            }
+        }
+    }
+}
+
 /// `metadata.<field>` as a string.
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// Apply the kind's defaults: on create the decode-time defaults plus what creation
+/// adds, on update only the decode-time defaults.
+pub fn default_object(def: &ResourceDef, obj: &mut Value, phase: Phase) {
+    def.strategy.default(def, obj, phase);
+}
+
+/// Validate an object about to be stored; `old` is the stored object on update.
+pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    let causes = def.strategy.validate(def, obj, old);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta_str(obj, "name").unwrap_or("");
+    Err(ApiError::invalid(def.group, def.kind, name, causes))
 }
 
 /// Set what the server owns on create: uid, creationTimestamp, generation, and clear
@@ -72,27 +85,13 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
         m.remove("selfLink");
-        if uses_generation(def) {
+        if def.strategy.uses_generation() {
             m.insert("generation".into(), json!(1));
         } else {
             m.remove("generation");
         }
     }
-    // clients do not set status on create; defaulting fills what upstream records
-    // (pod phase and QoS class, namespace phase, service load balancer). Nodes keep
-    // theirs: kubelets register with their status (upstream node PrepareForCreate).
-    if def.custom.is_some() {
-        // custom resources with a status subresource drop the status on create
-        if def.has_status() {
-            if let Some(o) = obj.as_object_mut() {
-                o.remove("status");
-            }
-        }
-    } else if def.has_status() && !(def.group.is_empty() && def.kind == "Node") {
-        if let Some(o) = obj.as_object_mut() {
-            o.insert("status".into(), json!({}));
-        }
-    }
+    def.strategy.prepare_for_create(def, obj);
 }
 
 /// Metadata fields the server owns: kept from the stored object on every update.
@@ -106,7 +105,8 @@ const SYSTEM_META: &[&str] = &[
 ];
 
 /// Prepare an update of the main resource: keep system metadata and (for kinds with a
-/// status subresource) the stored status; bump generation when the spec changed.
+/// status subresource) the stored status, apply the kind's rules, bump generation
+/// when the spec changed.
 pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value) {
     copy_system_meta(old, new);
     if def.has_status() {
@@ -121,47 +121,8 @@ pub fn prepare_update(def: &ResourceDef, old: &Value, new: &mut Value) {
             }
         }
     }
-    if def.kind == "Namespace" {
-        // spec.finalizers only change through /finalize
-        if let (Some(o), Some(f)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
-            let spec = o.entry("spec").or_insert_with(|| json!({}));
-            if let Some(s) = spec.as_object_mut() {
-                s.insert("finalizers".into(), f.clone());
-            }
-        }
-    }
-    if def.group == "apiextensions.k8s.io" && def.kind == "CustomResourceDefinition" {
-        record_stored_version(new);
-    }
+    def.strategy.prepare_for_update(old, new);
     bump_generation(def, old, new);
-}
-
-/// Upstream's CRD `PrepareForUpdate`: a new storage version joins `status.storedVersions`.
-fn record_stored_version(crd: &mut Value) {
-    let storage: Option<Value> = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
-        .and_then(|v| v.get("name").cloned());
-    let Some(storage) = storage else {
-        return;
-    };
-    let Some(o) = crd.as_object_mut() else {
-        return;
-    };
-    let status = o.entry("status").or_insert_with(|| json!({}));
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let stored = &mut status["storedVersions"];
-    if !stored.is_array() {
-        *stored = json!([]);
-    }
-    if let Some(a) = stored.as_array_mut() {
-        if !a.contains(&storage) {
-            a.push(storage);
-        }
-    }
 }
 
 fn copy_system_meta(old: &Value, new: &mut Value) {
@@ -181,7 +142,7 @@ fn copy_system_meta(old: &Value, new: &mut Value) {
 }
 
 fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
-    if !uses_generation(def) {
+    if !def.strategy.uses_generation() {
         return;
     }
     let spec_changed = {
@@ -212,27 +173,10 @@ fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
     }
 }
 
-/// Kinds whose upstream status strategy only resets the spec, so a status update also
-/// writes the object's metadata (labels, annotations, ...); newer kinds call
-/// `ResetObjectMetaForStatus` and ignore metadata changes.
-fn status_update_keeps_metadata(def: &ResourceDef) -> bool {
-    matches!(
-        (def.group, def.kind),
-        (
-            "",
-            "Pod" | "Node" | "Service" | "ReplicationController" | "Namespace"
-        ) | (
-            "apps",
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
-        ) | ("batch", "Job" | "CronJob")
-    )
-}
-
-/// Prepare a status update: `status` from `new`, the spec from `old`; metadata from `new`
-/// (system fields kept) for the kinds whose upstream strategy allows it (Deployment keeps
-/// its labels, Pod its owner references), from `old` for the others.
+/// Prepare a status update: `status` from `new`, the spec from `old`; metadata as the
+/// kind's [`Strategy::status_update_metadata`] says.
 pub fn prepare_status_update(def: &ResourceDef, old: &Value, new: &Value) -> Value {
-    if status_update_keeps_metadata(def) {
+    if let StatusMeta::KeepExcept(keep_from_old) = def.strategy.status_update_metadata() {
         let mut out = new.clone();
         if let Some(o) = out.as_object_mut() {
             match old.get("spec") {
@@ -251,11 +195,6 @@ pub fn prepare_status_update(def: &ResourceDef, old: &Value, new: &Value) -> Val
             }
         }
         copy_system_meta(old, &mut out);
-        let keep_from_old: &[&str] = match def.kind {
-            "Deployment" => &["labels"],
-            "Pod" => &["ownerReferences"],
-            _ => &[],
-        };
         if let Some(m) = meta_mut(&mut out) {
             for f in keep_from_old {
                 match old.pointer(&format!("/metadata/{f}")) {
@@ -284,7 +223,7 @@ pub fn prepare_status_update(def: &ResourceDef, old: &Value, new: &Value) -> Val
     out
 }
 
-/// Prepare a namespace `/finalize` update: only `spec.finalizers` changes.
+/// Prepare a `/finalize` update: only `spec.finalizers` changes.
 pub fn prepare_finalize_update(old: &Value, new: &Value) -> Value {
     let mut out = old.clone();
     let fin = new
@@ -301,8 +240,8 @@ pub fn prepare_finalize_update(old: &Value, new: &Value) -> Value {
 }
 
 /// Whether an object may be removed for good: it is being deleted and nothing
-/// (metadata finalizers, or a namespace's spec finalizers) holds it.
-pub fn ready_to_vanish(obj: &Value) -> bool {
+/// (metadata finalizers, or what the kind holds it by) keeps it.
+pub fn ready_to_vanish(def: &ResourceDef, obj: &Value) -> bool {
     if obj.pointer("/metadata/deletionTimestamp").is_none() {
         return false;
     }
@@ -319,18 +258,20 @@ pub fn ready_to_vanish(obj: &Value) -> bool {
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    let spec_fin = obj.get("kind").and_then(Value::as_str) == Some("Namespace")
-        && obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-    !meta_fin && !spec_fin
+    !meta_fin && !def.strategy.held_by_spec(obj)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::registry::catalog::Catalog;
+
+    fn def(group: &str, kind: &str) -> &'static ResourceDef {
+        let version = if group == "autoscaling" { "v2" } else { "v1" };
+        Catalog::builtin()
+            .by_kind(group, version, kind)
+            .expect("known kind")
+    }
 
     #[test]
     fn generated_names_follow_upstream() {
@@ -343,12 +284,10 @@ mod tests {
 
     #[test]
     fn generation_bumps_on_spec_change_only() {
-        let def = Catalog::builtin()
-            .lookup("apps", "v1", "deployments")
-            .expect("deployments");
+        let d = def("apps", "Deployment");
         let old = json!({"metadata": {"generation": 3, "uid": "u"}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
         let mut same = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
-        prepare_update(def, &old, &mut same);
+        prepare_update(d, &old, &mut same);
         assert_eq!(same["metadata"]["generation"], 3);
         assert_eq!(
             same["status"]["replicas"], 1,
@@ -356,32 +295,32 @@ mod tests {
         );
         assert_eq!(same["metadata"]["uid"], "u");
         let mut changed = json!({"metadata": {}, "spec": {"replicas": 2}});
-        prepare_update(def, &old, &mut changed);
+        prepare_update(d, &old, &mut changed);
         assert_eq!(changed["metadata"]["generation"], 4);
     }
 
     #[test]
     fn vanish_rules() {
-        assert!(!ready_to_vanish(&json!({"metadata": {}})));
+        let cm = def("", "ConfigMap");
+        let ns = def("", "Namespace");
+        assert!(!ready_to_vanish(cm, &json!({"metadata": {}})));
         assert!(!ready_to_vanish(
+            cm,
             &json!({"metadata": {"deletionTimestamp": "t", "deletionGracePeriodSeconds": 30}})
         ));
         assert!(ready_to_vanish(
+            cm,
             &json!({"metadata": {"deletionTimestamp": "t", "finalizers": []}})
         ));
         assert!(!ready_to_vanish(
+            cm,
             &json!({"metadata": {"deletionTimestamp": "t", "finalizers": ["x"]}})
         ));
         assert!(!ready_to_vanish(
+            ns,
             &json!({"kind": "Namespace", "metadata": {"deletionTimestamp": "t"}, "spec": {"finalizers": ["kubernetes"]}})
         ));
     }
-}
-
-#[cfg(test)]
-mod status_update_tests {
-    use super::*;
-    use crate::registry::catalog::Catalog;
 
     #[test]
     fn crd_updates_record_a_new_storage_version() {
@@ -391,13 +330,6 @@ mod status_update_tests {
         prepare_update(d, &old, &mut new);
         assert_eq!(new["status"]["storedVersions"], json!(["v1", "v2"]));
         assert_eq!(new["metadata"]["generation"], 2);
-    }
-
-    fn def(group: &str, kind: &str) -> &'static ResourceDef {
-        let version = if group == "autoscaling" { "v2" } else { "v1" };
-        Catalog::builtin()
-            .by_kind(group, version, kind)
-            .expect("known kind")
     }
 
     #[test]
@@ -423,7 +355,7 @@ mod status_update_tests {
         // ReplicaSet: labels too
         let r = prepare_status_update(def("apps", "ReplicaSet"), &old, &new);
         assert_eq!(r["metadata"]["labels"]["a"], "2");
-        // a newer kind (Lease has no status; use HPA): metadata changes ignored
+        // a newer kind (HPA): metadata changes ignored
         let h = prepare_status_update(def("autoscaling", "HorizontalPodAutoscaler"), &old, &new);
         assert_eq!(h["metadata"]["annotations"]["x"], "1");
         assert_eq!(h["status"]["replicas"], 1);

@@ -1,0 +1,7 @@
+//! `apps`: workloads.
+
+pub mod controllerrevision;
+pub mod daemonset;
+pub mod deployment;
+pub mod replicaset;
+pub mod statefulset;

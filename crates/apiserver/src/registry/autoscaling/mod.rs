@@ -1,0 +1,3 @@
+//! `autoscaling`: HorizontalPodAutoscalers (`v2`, and `v1` from `v2` storage).
+
+pub mod horizontalpodautoscaler;

@@ -1,0 +1,45 @@
+//! Job (`batch/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef, Subresource};
+use crate::registry::catalog::{Phase, StatusMeta, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `batch/v1` kind.
+pub static KIND: Kind = Kind::new(&[], &JobStrategy).in_all();
+
+/// What Job does differently.
+pub struct JobStrategy;
+
+impl Strategy for JobStrategy {
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Status]
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["status.successful"]
+    }
+
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    fn status_update_metadata(&self) -> StatusMeta {
+        StatusMeta::KeepExcept(&[])
+    }
+
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("batch", "Job")
+    }
+}

@@ -1,0 +1,3 @@
+//! `certificates.k8s.io`.
+
+pub mod certificatesigningrequest;

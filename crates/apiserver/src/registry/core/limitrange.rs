@@ -1,0 +1,29 @@
+//! LimitRange (`core/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef};
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `core/v1` kind.
+pub static KIND: Kind = Kind::new(&["limits"], &LimitRangeStrategy);
+
+/// What LimitRange does differently.
+pub struct LimitRangeStrategy;
+
+impl Strategy for LimitRangeStrategy {
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("", "LimitRange")
+    }
+}

@@ -1,0 +1,99 @@
+//! Namespace (`core/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{DeleteRequest, Deletion, Phase, StatusMeta, Strategy};
+use crate::registry::catalog::{Kind, ResourceDef, Subresource};
+use crate::registry::rest;
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+use serde_json::json;
+
+/// The `core/v1` kind.
+pub static KIND: Kind = Kind::new(&["ns"], &NamespaceStrategy);
+
+/// What Namespace does differently.
+pub struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Finalize, Subresource::Status]
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["status.phase"]
+    }
+
+    fn status_update_metadata(&self) -> StatusMeta {
+        StatusMeta::KeepExcept(&[])
+    }
+
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn delete_collection(&self) -> bool {
+        false
+    }
+
+    /// `spec.finalizers` change only through `/finalize`.
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) {
+        if let (Some(o), Some(f)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
+            let spec = o.entry("spec").or_insert_with(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                s.insert("finalizers".into(), f.clone());
+            }
+        }
+    }
+
+    /// Upstream's namespace REST `Delete`: gone at once without finalizers; otherwise
+    /// `Terminating` with a deletion timestamp (and the propagation finalizer) until the
+    /// namespace controller empties it and removes `kubernetes` from `spec.finalizers`.
+    fn delete(&self, obj: &mut Value, req: &DeleteRequest<'_>) -> Deletion {
+        let has = |ptr: &str| {
+            obj.pointer(ptr)
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+        };
+        if !has("/spec/finalizers") && !has("/metadata/finalizers") {
+            return Deletion::Now;
+        }
+        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            return Deletion::Unchanged;
+        }
+        if let Some(m) = rest::meta_mut(obj) {
+            m.insert(
+                "deletionTimestamp".into(),
+                json!(apimachinery::time::now_rfc3339()),
+            );
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        match req.propagation {
+            Some("Orphan") => rest::add_finalizer(obj, "orphan"),
+            Some("Foreground") => rest::add_finalizer(obj, "foregroundDeletion"),
+            _ => {}
+        }
+        if let Some(o) = obj.as_object_mut() {
+            let status = o.entry("status").or_insert_with(|| json!({}));
+            if let Some(s) = status.as_object_mut() {
+                s.insert("phase".into(), json!("Terminating"));
+            }
+        }
+        Deletion::Keep
+    }
+
+    fn held_by_spec(&self, obj: &Value) -> bool {
+        obj.pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("", "Namespace")
+    }
+}

@@ -1,0 +1,41 @@
+//! Node (`core/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef, Subresource};
+use crate::registry::catalog::{Phase, StatusMeta, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `core/v1` kind.
+pub static KIND: Kind = Kind::new(&["no"], &NodeStrategy);
+
+/// What Node does differently.
+pub struct NodeStrategy;
+
+impl Strategy for NodeStrategy {
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Status]
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["spec.unschedulable"]
+    }
+
+    fn status_update_metadata(&self) -> StatusMeta {
+        StatusMeta::KeepExcept(&[])
+    }
+
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("", "Node")
+    }
+}

@@ -1,0 +1,33 @@
+//! Event (`events.k8s.io/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef};
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `events.k8s.io/v1` kind.
+pub static KIND: Kind = Kind::new(&["ev"], &EventStrategy).stored_as("", "v1");
+
+/// What Event does differently.
+pub struct EventStrategy;
+
+impl Strategy for EventStrategy {
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("", "Event")
+    }
+
+    fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
+        crate::registry::conversion::convert("Event", from, to, obj)
+    }
+}

@@ -1,0 +1,29 @@
+//! IPAddress (`networking.k8s.io/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef};
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `networking.k8s.io/v1` kind.
+pub static KIND: Kind = Kind::new(&["ip"], &IPAddressStrategy);
+
+/// What IPAddress does differently.
+pub struct IPAddressStrategy;
+
+impl Strategy for IPAddressStrategy {
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("networking.k8s.io", "IPAddress")
+    }
+}

@@ -1,0 +1,3 @@
+//! `policy`: PodDisruptionBudgets.
+
+pub mod poddisruptionbudget;

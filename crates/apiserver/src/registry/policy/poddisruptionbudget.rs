@@ -1,0 +1,37 @@
+//! PodDisruptionBudget (`policy/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef, Subresource};
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `policy/v1` kind.
+pub static KIND: Kind = Kind::new(&["pdb"], &PodDisruptionBudgetStrategy);
+
+/// What PodDisruptionBudget does differently.
+pub struct PodDisruptionBudgetStrategy;
+
+impl Strategy for PodDisruptionBudgetStrategy {
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Status]
+    }
+
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("policy", "PodDisruptionBudget")
+    }
+}

@@ -1,0 +1,29 @@
+//! ClusterRoleBinding (`rbac.authorization.k8s.io/v1`): what it does differently from the generic store.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef};
+use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `rbac.authorization.k8s.io/v1` kind.
+pub static KIND: Kind = Kind::new(&[], &ClusterRoleBindingStrategy);
+
+/// What ClusterRoleBinding does differently.
+pub struct ClusterRoleBindingStrategy;
+
+impl Strategy for ClusterRoleBindingStrategy {
+    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        crate::registry::defaults::legacy(def, obj, phase);
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).legacy(obj)
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        crate::registry::table::legacy("rbac.authorization.k8s.io", "ClusterRoleBinding")
+    }
+}
