@@ -283,6 +283,23 @@ mod tests {
     }
 
     #[test]
+    fn create_resets_the_status_unless_the_kind_registers_with_it() {
+        let status = json!({"capacity": {"cpu": "8"}});
+        let mut node = json!({"metadata": {"name": "n"}, "status": status});
+        prepare_create(def("", "Node"), &mut node);
+        assert_eq!(node["status"], status, "kubelets register nodes with their status");
+        assert!(node.pointer("/metadata/generation").is_none());
+        let mut d = json!({"metadata": {"name": "d"}, "status": {"replicas": 3}});
+        prepare_create(def("apps", "Deployment"), &mut d);
+        assert_eq!(d["status"], json!({}));
+        assert_eq!(d["metadata"]["generation"], 1);
+        let mut cm = json!({"metadata": {"name": "c", "generation": 7}});
+        prepare_create(def("", "ConfigMap"), &mut cm);
+        assert!(cm.pointer("/metadata/generation").is_none());
+        assert!(cm.get("status").is_none());
+    }
+
+    #[test]
     fn generation_bumps_on_spec_change_only() {
         let d = def("apps", "Deployment");
         let old = json!({"metadata": {"generation": 3, "uid": "u"}, "spec": {"replicas": 1}, "status": {"replicas": 1}});

@@ -27,6 +27,10 @@ impl Strategy for NodeStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
+    /// Kubelets register nodes with their status (upstream node `PrepareForCreate` keeps
+    /// it).
+    fn prepare_for_create(&self, _def: &ResourceDef, _obj: &mut Value) {}
+
     fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
         crate::registry::defaults::legacy(def, obj, phase);
     }
