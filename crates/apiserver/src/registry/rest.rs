@@ -287,7 +287,10 @@ mod tests {
         let status = json!({"capacity": {"cpu": "8"}});
         let mut node = json!({"metadata": {"name": "n"}, "status": status});
         prepare_create(def("", "Node"), &mut node);
-        assert_eq!(node["status"], status, "kubelets register nodes with their status");
+        assert_eq!(
+            node["status"], status,
+            "kubelets register nodes with their status"
+        );
         assert!(node.pointer("/metadata/generation").is_none());
         let mut d = json!({"metadata": {"name": "d"}, "status": {"replicas": 3}});
         prepare_create(def("apps", "Deployment"), &mut d);

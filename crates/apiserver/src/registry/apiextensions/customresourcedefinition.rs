@@ -8,6 +8,7 @@ use crate::registry::rest;
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
+use apimachinery::names::NameRule;
 use serde_json::json;
 
 /// The `apiextensions.k8s.io/v1` kind.
@@ -33,7 +34,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
     /// Metadata, upstream's CRD validation and the CEL rules of every version's schema
     /// (an uncompilable rule makes the CRD invalid).
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        let mut found = Ctx::new(def, old).legacy(obj);
+        let mut found = Ctx::new(def, old).meta_only(obj, NameRule::Subdomain);
         found.extend(super::validation::validate_crd(obj, old));
         if let Some(versions) = obj.pointer("/spec/versions").and_then(Value::as_array) {
             for (i, v) in versions.iter().enumerate() {

@@ -32,10 +32,97 @@ impl Strategy for DaemonSetStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.daemon_set(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("apps", "DaemonSet")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::*;
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn daemon_set(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            let sel = get(spec, "selector");
+            let sel_ok = sel.is_none_or(|s| validate_label_selector(e, s, "spec.selector"));
+            let tmpl = get(spec, "template").unwrap_or(&empty);
+            if sel_ok {
+                let labels = get(tmpl, "metadata").and_then(|m| obj(m, "labels"));
+                if !selects(&parse_selector(sel), labels) {
+                    e.invalid(
+                        "spec.template.metadata.labels",
+                        Bad::Json(map_json(labels)),
+                        "`selector` does not match template `labels`",
+                    );
+                }
+            }
+            if let Some(s) = sel {
+                if obj(s, "matchLabels").is_none_or(|m| m.is_empty())
+                    && items(s, "matchExpressions").is_empty()
+                {
+                    e.invalid(
+                        "spec.selector",
+                        Bad::Json(selector_json(Some(s))),
+                        "empty selector is invalid for daemonset",
+                    );
+                }
+            }
+            pod_template_spec(e, tmpl, "spec.template");
+            replica_template_policy(e, tmpl, "spec.template", "DaemonSet");
+            e.nonnegative("spec.minReadySeconds", int(spec, "minReadySeconds"));
+            e.nonnegative("spec.templateGeneration", int(spec, "templateGeneration"));
+            if let Some(us) = get(spec, "updateStrategy") {
+                let p = "spec.updateStrategy";
+                match st(us, "type").unwrap_or("") {
+                    "OnDelete" => {}
+                    "RollingUpdate" => {
+                        if let Some(ru) = get(us, "rollingUpdate") {
+                            let rp = child(p, "rollingUpdate");
+                            let mu =
+                                Some(get(ru, "maxUnavailable").unwrap_or(&Value::from(1)).clone());
+                            let ms = get(ru, "maxSurge").cloned();
+                            let (mup, msp) = (child(&rp, "maxUnavailable"), child(&rp, "maxSurge"));
+                            validate_positive_int_or_percent(e, mu.as_ref(), &mup);
+                            validate_positive_int_or_percent(e, ms.as_ref(), &msp);
+                            not_more_than_100_percent(e, mu.as_ref(), &mup);
+                            not_more_than_100_percent(e, ms.as_ref(), &msp);
+                            let has_u = int_or_percent_value(mu.as_ref()) != 0;
+                            let has_s = int_or_percent_value(ms.as_ref()) != 0;
+                            if has_u && has_s {
+                                e.invalid(
+                                    &msp,
+                                    Bad::Json(intstr_json(ms.as_ref())),
+                                    "may not be set when maxUnavailable is non-zero",
+                                );
+                            } else if !has_u && !has_s {
+                                e.required(&mup, "cannot be 0 when maxSurge is 0");
+                            }
+                        }
+                    }
+                    "" => {}
+                    other => {
+                        let mut v = Map::new();
+                        v.insert("Type".into(), Value::from(other));
+                        v.insert("RollingUpdate".into(), Value::Null);
+                        e.not_supported(
+                            p,
+                            Bad::Json(Value::Object(v)),
+                            &["RollingUpdate", "OnDelete"],
+                        );
+                    }
+                }
+            }
+            e.nonnegative(
+                "spec.revisionHistoryLimit",
+                int(spec, "revisionHistoryLimit"),
+            );
+            self.selector_immutable(e, spec);
+        }
     }
 }

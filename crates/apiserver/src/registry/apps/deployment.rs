@@ -32,10 +32,104 @@ impl Strategy for DeploymentStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.deployment(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("apps", "Deployment")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn deployment(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            e.nonnegative("spec.replicas", int(spec, "replicas"));
+            self.replica_selector_and_template(e, spec, "ReplicaSet");
+            if let Some(strategy) = get(spec, "strategy") {
+                deployment_strategy(e, strategy);
+            }
+            e.nonnegative("spec.minReadySeconds", int(spec, "minReadySeconds"));
+            e.nonnegative(
+                "spec.revisionHistoryLimit",
+                int(spec, "revisionHistoryLimit"),
+            );
+            if let Some(rb) = get(spec, "rollbackTo") {
+                e.nonnegative("spec.rollback.version", int(rb, "revision"));
+            }
+            if let Some(pds) = int(spec, "progressDeadlineSeconds") {
+                e.nonnegative("spec.progressDeadlineSeconds", Some(pds));
+                if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
+                    e.invalid(
+                        "spec.progressDeadlineSeconds",
+                        Bad::Int(pds),
+                        "must be greater than minReadySeconds",
+                    );
+                }
+            }
+            self.selector_immutable(e, spec);
+        }
+    }
+
+    /// `ValidateDeploymentStrategy`.
+    pub(crate) fn deployment_strategy(e: &mut Errs, strategy: &Value) {
+        let p = "spec.strategy";
+        let ty = st(strategy, "type").unwrap_or("");
+        let ru = get(strategy, "rollingUpdate");
+        match ty {
+            "Recreate" => {
+                if ru.is_some() {
+                    e.forbidden(
+                        &child(p, "rollingUpdate"),
+                        "may not be specified when strategy `type` is 'Recreate'",
+                    );
+                }
+            }
+            "RollingUpdate" | "" => {
+                // Defaulting fills rollingUpdate and both fields with 25%.
+                let pct = Value::from("25%");
+                let ru = ru.unwrap_or(&Value::Null);
+                let mu = get(ru, "maxUnavailable").unwrap_or(&pct);
+                let ms = get(ru, "maxSurge").unwrap_or(&pct);
+                let rp = child(p, "rollingUpdate");
+                let (mup, msp) = (child(&rp, "maxUnavailable"), child(&rp, "maxSurge"));
+                validate_positive_int_or_percent(e, Some(mu), &mup);
+                validate_positive_int_or_percent(e, Some(ms), &msp);
+                if int_or_percent_value(Some(mu)) == 0 && int_or_percent_value(Some(ms)) == 0 {
+                    e.invalid(
+                        &mup,
+                        Bad::Json(intstr_json(Some(mu))),
+                        "may not be 0 when `maxSurge` is 0",
+                    );
+                }
+                not_more_than_100_percent(e, Some(mu), &mup);
+            }
+            other => {
+                let mut v = Map::new();
+                v.insert("Type".into(), Value::from(other));
+                let ru_json = match ru {
+                    None => Value::Null,
+                    Some(r) => {
+                        let mut m = Map::new();
+                        m.insert(
+                            "MaxUnavailable".into(),
+                            intstr_json(get(r, "maxUnavailable")),
+                        );
+                        m.insert("MaxSurge".into(), intstr_json(get(r, "maxSurge")));
+                        Value::Object(m)
+                    }
+                };
+                v.insert("RollingUpdate".into(), ru_json);
+                e.not_supported(
+                    p,
+                    Bad::Json(Value::Object(v)),
+                    &["Recreate", "RollingUpdate"],
+                );
+            }
+        }
     }
 }

@@ -36,10 +36,26 @@ impl Strategy for ReplicaSetStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.replica_set(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("apps", "ReplicaSet")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn replica_set(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            e.nonnegative("spec.replicas", int(spec, "replicas"));
+            e.nonnegative("spec.minReadySeconds", int(spec, "minReadySeconds"));
+            self.replica_selector_and_template(e, spec, "ReplicaSet");
+            self.selector_immutable(e, spec);
+        }
     }
 }

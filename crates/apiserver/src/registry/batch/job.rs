@@ -36,10 +36,205 @@ impl Strategy for JobStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.job(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("batch", "Job")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::*;
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn job(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            let meta = get(o, "metadata").unwrap_or(&empty);
+            let manual = boolean(spec, "manualSelector") == Some(true);
+            let uid = st(meta, "uid").unwrap_or("");
+            let name = st(meta, "name").unwrap_or("");
+            // validateGeneratedSelector: only meaningful once the server generated the selector.
+            let generated = get(spec, "selector")
+                .and_then(|s| obj(s, "matchLabels"))
+                .is_some_and(|m| {
+                    m.contains_key("controller-uid")
+                        || m.contains_key("batch.kubernetes.io/controller-uid")
+                });
+            if self.old.is_none() && !manual && generated && !uid.is_empty() {
+                let tmeta = get(spec, "template")
+                    .and_then(|t| get(t, "metadata"))
+                    .unwrap_or(&empty);
+                let labels = obj(tmeta, "labels");
+                for (k, want) in [
+                    ("controller-uid", uid),
+                    ("job-name", name),
+                    ("batch.kubernetes.io/controller-uid", uid),
+                    ("batch.kubernetes.io/job-name", name),
+                ] {
+                    let p = key("spec.template.metadata.labels", k);
+                    match labels.and_then(|l| l.get(k)) {
+                        None => e.required(&p, &format!("must be '{want}'")),
+                        Some(v) if v.as_str() != Some(want) => e.invalid(
+                            &p,
+                            Bad::Json(map_json(labels)),
+                            &format!("must be '{want}'"),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+            job_spec(e, spec, "spec");
+            let sel = get(spec, "selector");
+            let mut sel_ok = true;
+            match sel {
+                // The registry generates the selector unless manualSelector is set.
+                None if manual => e.required("spec.selector", ""),
+                None => sel_ok = false,
+                Some(s) => sel_ok = validate_label_selector(e, s, "spec.selector"),
+            }
+            if sel_ok {
+                let tmpl = get(spec, "template").unwrap_or(&empty);
+                let labels = get(tmpl, "metadata").and_then(|m| obj(m, "labels"));
+                if !selects(&parse_selector(sel), labels) {
+                    e.invalid(
+                        "spec.template.metadata.labels",
+                        Bad::Json(map_json(labels)),
+                        "`selector` does not match template `labels`",
+                    );
+                }
+            }
+            if let Some(old) = self.old {
+                let old_spec = get(old, "spec").unwrap_or(&empty);
+                if !json_eq(get(spec, "completions"), get(old_spec, "completions")) {
+                    let v = get(spec, "completions").cloned().unwrap_or(Value::Null);
+                    e.invalid("spec.completions", Bad::Json(v), IMMUTABLE);
+                }
+                if !json_eq(sel, get(old_spec, "selector")) {
+                    e.invalid("spec.selector", Bad::Json(selector_json(sel)), IMMUTABLE);
+                }
+                let suspended_never_started = boolean(spec, "suspend") == Some(true)
+                    && get(old, "status")
+                        .and_then(|s| get(s, "startTime"))
+                        .is_none();
+                if !suspended_never_started
+                    && !json_eq(get(spec, "template"), get(old_spec, "template"))
+                {
+                    let v = get(spec, "template").cloned().unwrap_or(Value::Null);
+                    e.invalid("spec.template", Bad::Json(v), IMMUTABLE);
+                }
+                for f in [
+                    "completionMode",
+                    "podFailurePolicy",
+                    "backoffLimitPerIndex",
+                    "managedBy",
+                    "successPolicy",
+                ] {
+                    if !json_eq(get(spec, f), get(old_spec, f)) {
+                        let v = get(spec, f).cloned().unwrap_or(Value::Null);
+                        e.invalid(&child("spec", f), Bad::Json(v), IMMUTABLE);
+                    }
+                }
+            } else if let Some(c) = int(spec, "completions").filter(|c| *c > 0) {
+                if st(spec, "completionMode") == Some("Indexed") {
+                    let host = format!("{name}-{}", c - 1);
+                    if !dns1123_label_errs(&host).is_empty() {
+                        e.invalid(
+                            "metadata.name",
+                            s(name),
+                            &format!("will not able to create pod with invalid DNS label: {host}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `validateJobSpec` (the part shared by Job and CronJob templates).
+    pub(crate) fn job_spec(e: &mut Errs, spec: &Value, path: &str) {
+        for f in [
+            "parallelism",
+            "completions",
+            "activeDeadlineSeconds",
+            "backoffLimit",
+            "ttlSecondsAfterFinished",
+            "backoffLimitPerIndex",
+            "maxFailedIndexes",
+        ] {
+            e.nonnegative(&child(path, f), int(spec, f));
+        }
+        if get(spec, "maxFailedIndexes").is_some() && get(spec, "backoffLimitPerIndex").is_none() {
+            e.required(
+                &child(path, "backoffLimitPerIndex"),
+                "when maxFailedIndexes is specified",
+            );
+        }
+        let mode = st(spec, "completionMode");
+        if let Some(m) = mode {
+            if m != "NonIndexed" && m != "Indexed" {
+                e.not_supported(
+                    &child(path, "completionMode"),
+                    js(m),
+                    &["NonIndexed", "Indexed"],
+                );
+            }
+            if m == "Indexed" && get(spec, "completions").is_none() {
+                e.required(
+                    &child(path, "completions"),
+                    "when completion mode is Indexed",
+                );
+            }
+        }
+        if mode.is_none_or(|m| m == "NonIndexed") {
+            if let Some(b) = int(spec, "backoffLimitPerIndex") {
+                e.invalid(
+                    &child(path, "backoffLimitPerIndex"),
+                    Bad::Int(b),
+                    "requires indexed completion mode",
+                );
+            }
+            if let Some(b) = int(spec, "maxFailedIndexes") {
+                e.invalid(
+                    &child(path, "maxFailedIndexes"),
+                    Bad::Int(b),
+                    "requires indexed completion mode",
+                );
+            }
+        }
+        if let Some(p) = st(spec, "podReplacementPolicy") {
+            if get(spec, "podFailurePolicy").is_some() {
+                if p != "Failed" {
+                    e.not_supported(&child(path, "podReplacementPolicy"), js(p), &["Failed"]);
+                }
+            } else if p != "Failed" && p != "TerminatingOrFailed" {
+                e.not_supported(
+                    &child(path, "podReplacementPolicy"),
+                    js(p),
+                    &["Failed", "TerminatingOrFailed"],
+                );
+            }
+        }
+        let empty = Value::Object(Map::new());
+        let tmpl = get(spec, "template").unwrap_or(&empty);
+        let tp = child(path, "template");
+        pod_template_spec(e, tmpl, &tp);
+        let rp = get(tmpl, "spec")
+            .and_then(|s| st(s, "restartPolicy"))
+            .unwrap_or("");
+        let rpp = format!("{tp}.spec.restartPolicy");
+        if rp == "Always" || rp.is_empty() {
+            e.required(&rpp, "valid values: \"OnFailure\", \"Never\"");
+        } else if rp != "OnFailure" && rp != "Never" {
+            e.not_supported(&rpp, js(rp), &["OnFailure", "Never"]);
+        } else if get(spec, "podFailurePolicy").is_some() && rp != "Never" {
+            e.invalid(
+                &rpp,
+                js(rp),
+                "only \"Never\" is supported when podFailurePolicy is specified",
+            );
+        }
     }
 }

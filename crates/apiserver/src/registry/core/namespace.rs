@@ -34,7 +34,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.namespace(e, obj))
     }
 
     fn delete_collection(&self) -> bool {
@@ -95,5 +95,25 @@ impl Strategy for NamespaceStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "Namespace")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn namespace(&self, e: &mut Errs, o: &Value) {
+            if let Some(old) = self.old {
+                self.meta_update(e, o, old, true);
+                return;
+            }
+            self.meta_create(e, o, NameRule::Label, true);
+            if let Some(spec) = get(o, "spec") {
+                for f in items(spec, "finalizers").iter().filter_map(|v| v.as_str()) {
+                    e.each("spec.finalizers", f, qualified_name_errs(f));
+                    kube_finalizer_name(e, f, "spec.finalizers");
+                }
+            }
+        }
     }
 }

@@ -51,7 +51,7 @@ impl Strategy for PodStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.pod(e, obj))
     }
 
     /// Graceful deletion (upstream `CheckGracefulDelete`): a scheduled pod that has not
@@ -193,6 +193,52 @@ fn set_pod_scheduled(pod: &mut Value) {
                 "lastProbeTime": null,
                 "lastTransitionTime": now,
             })),
+        }
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::*;
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn pod(&self, e: &mut Errs, o: &Value) {
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            self.meta(e, o, NameRule::Subdomain, true);
+            if self.is_update() {
+                // Pod spec updates are restricted upstream with a diff-bearing message; only
+                // metadata is checked here.
+                return;
+            }
+            pod_spec(e, spec, "spec");
+            for (list, path) in [
+                ("containers", "spec.containers"),
+                ("initContainers", "spec.initContainers"),
+            ] {
+                for (i, c) in items(spec, list).iter().enumerate() {
+                    if let Some(img) = st(c, "image") {
+                        if img.trim() != img {
+                            e.invalid(
+                                &child(&index(path, i), "image"),
+                                s(img),
+                                "must not have leading or trailing whitespace",
+                            );
+                        }
+                    }
+                }
+            }
+            if !items(spec, "ephemeralContainers").is_empty() {
+                e.forbidden("spec.ephemeralContainers", "cannot be set on create");
+            }
+            if st(spec, "nodeName").is_some_and(|n| !n.is_empty())
+                && !items(spec, "schedulingGates").is_empty()
+            {
+                e.forbidden(
+                    "spec.nodeName",
+                    "cannot be set until all schedulingGates have been cleared",
+                );
+            }
         }
     }
 }

@@ -20,10 +20,23 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.pod_template(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "PodTemplate")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::*;
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn pod_template(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            pod_template_spec(e, get(o, "template").unwrap_or(&empty), "template");
+        }
     }
 }

@@ -36,10 +36,49 @@ impl Strategy for ReplicationControllerStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.replication_controller(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "ReplicationController")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::*;
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn replication_controller(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            e.nonnegative("spec.minReadySeconds", int(spec, "minReadySeconds"));
+            let selector = obj(spec, "selector");
+            if selector.is_none_or(|m| m.is_empty()) {
+                e.required("spec.selector", "");
+            }
+            e.nonnegative("spec.replicas", int(spec, "replicas"));
+            match get(spec, "template") {
+                None => e.required("spec.template", ""),
+                Some(t) => {
+                    let labels = get(t, "metadata").and_then(|m| obj(m, "labels"));
+                    if let Some(sel) = selector.filter(|m| !m.is_empty()) {
+                        let ok = str_entries(Some(sel)).iter().all(|(k, v)| {
+                            labels.and_then(|l| l.get(*k)).and_then(|x| x.as_str()) == Some(*v)
+                        });
+                        if !ok {
+                            e.invalid(
+                                "spec.template.metadata.labels",
+                                Bad::Json(map_json(labels)),
+                                "`selector` does not match template `labels`",
+                            );
+                        }
+                    }
+                    pod_template_spec(e, t, "spec.template");
+                    replica_template_policy(e, t, "spec.template", "ReplicationController");
+                }
+            }
+        }
     }
 }

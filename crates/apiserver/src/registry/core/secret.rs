@@ -25,7 +25,7 @@ impl Strategy for SecretStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.secret(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
@@ -84,5 +84,89 @@ mod tests {
         let mut empty = json!({"stringData": {}});
         merge_string_data(&mut empty);
         assert_eq!(empty, json!({}));
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn secret(&self, e: &mut Errs, o: &Value) {
+            let ty = st(o, "type").unwrap_or("Opaque");
+            if let Some(old) = self.old {
+                self.meta_update(e, o, old, true);
+                let old_ty = st(old, "type").unwrap_or("Opaque");
+                if ty != old_ty {
+                    e.invalid("type", js(ty), IMMUTABLE);
+                }
+                if boolean(old, "immutable") == Some(true) {
+                    if boolean(o, "immutable") != Some(true) {
+                        e.forbidden("immutable", "field is immutable when `immutable` is set");
+                    }
+                    if !json_eq(get(o, "data"), get(old, "data")) {
+                        e.forbidden("data", "field is immutable when `immutable` is set");
+                    }
+                }
+            }
+            self.meta_create(e, o, NameRule::Subdomain, true);
+            // stringData is merged into data by conversion before validation upstream.
+            let mut keys: Vec<&str> = Vec::new();
+            let mut total = 0usize;
+            for (k, v) in obj(o, "data").into_iter().flatten() {
+                keys.push(k);
+                total += v.as_str().map_or(0, base64_decoded_len);
+            }
+            for (k, v) in obj(o, "stringData").into_iter().flatten() {
+                if !keys.contains(&k.as_str()) {
+                    keys.push(k);
+                }
+                total += v.as_str().map_or(0, str::len);
+            }
+            for k in &keys {
+                e.each(&key("data", k), k, config_map_key_errs(k));
+            }
+            if total > MAX_SECRET_SIZE {
+                e.too_long("data", MAX_SECRET_SIZE);
+            }
+            let has = |k: &str| keys.contains(&k);
+            let meta = get(o, "metadata");
+            match ty {
+                "kubernetes.io/service-account-token" => {
+                    let sa = meta
+                        .and_then(|m| obj(m, "annotations"))
+                        .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("");
+                    if sa.is_empty() {
+                        e.required(
+                            "metadata.annotations[kubernetes.io/service-account.name]",
+                            "",
+                        );
+                    }
+                }
+                "kubernetes.io/dockercfg" if !has(".dockercfg") => {
+                    e.required("data[.dockercfg]", "")
+                }
+                "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+                    e.required("data[.dockerconfigjson]", "")
+                }
+                "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+                    e.required("data[username]", "");
+                    e.required("data[password]", "");
+                }
+                "kubernetes.io/ssh-auth" if !has("ssh-privatekey") => {
+                    e.required("data[ssh-privatekey]", "")
+                }
+                "kubernetes.io/tls" => {
+                    if !has("tls.crt") {
+                        e.required("data[tls.crt]", "");
+                    }
+                    if !has("tls.key") {
+                        e.required("data[tls.key]", "");
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }

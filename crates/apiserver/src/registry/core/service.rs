@@ -35,7 +35,7 @@ impl Strategy for ServiceStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.service(e, obj))
     }
 
     fn allocate(&self, view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
@@ -120,4 +120,220 @@ fn assign_cluster_ip(view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
         spec.insert("clusterIPs".into(), json!([ip]));
     }
     Ok(())
+}
+
+pub(crate) mod validation {
+    use crate::registry::core::podspec::validation::{port_num_or_name, validate_protocol};
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn service(&self, e: &mut Errs, o: &Value) {
+            if let Some(old) = self.old {
+                self.meta_update(e, o, old, true);
+            }
+            self.meta_create(e, o, NameRule::Label1035, true);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            let ty = st(spec, "type").unwrap_or("ClusterIP");
+            let cluster_ips: Vec<&str> = match arr(spec, "clusterIPs") {
+                Some(a) => a.iter().filter_map(|v| v.as_str()).collect(),
+                None => st(spec, "clusterIP")
+                    .filter(|c| !c.is_empty())
+                    .into_iter()
+                    .collect(),
+            };
+            let headless = cluster_ips.first() == Some(&"None");
+            let ports = items(spec, "ports");
+            if ports.is_empty() && !headless && ty != "ExternalName" {
+                e.required("spec.ports", "");
+            }
+            match ty {
+                "LoadBalancer" => {
+                    for (i, p) in ports.iter().enumerate() {
+                        if int(p, "port") == Some(10250) {
+                            e.invalid(
+                                &index("spec.ports", i),
+                                Bad::Int(10250),
+                                "may not expose port 10250 externally since it is used by kubelet",
+                            );
+                        }
+                    }
+                    if headless {
+                        e.invalid(
+                            "spec.clusterIPs[0]",
+                            s("None"),
+                            "may not be set to 'None' for LoadBalancer services",
+                        );
+                    }
+                }
+                "NodePort" if headless => {
+                    e.invalid(
+                        "spec.clusterIPs[0]",
+                        s("None"),
+                        "may not be set to 'None' for NodePort services",
+                    );
+                }
+                "ExternalName" => {
+                    if !cluster_ips.is_empty() {
+                        e.forbidden(
+                            "spec.clusterIPs",
+                            "may not be set for ExternalName services",
+                        );
+                    }
+                    if !items(spec, "ipFamilies").is_empty() {
+                        e.forbidden(
+                            "spec.ipFamilies",
+                            "may not be set for ExternalName services",
+                        );
+                    }
+                    if get(spec, "ipFamilyPolicy").is_some() {
+                        e.forbidden(
+                            "spec.ipFamilyPolicy",
+                            "may not be set for ExternalName services",
+                        );
+                    }
+                    let en = st(spec, "externalName").unwrap_or("");
+                    let cname = en.strip_suffix('.').unwrap_or(en);
+                    if cname.is_empty() {
+                        e.required("spec.externalName", "");
+                    } else {
+                        e.each("spec.externalName", cname, dns1123_subdomain_errs(cname));
+                    }
+                }
+                _ => {}
+            }
+            let mut names: Vec<&str> = Vec::new();
+            for (i, p) in ports.iter().enumerate() {
+                let pp = index("spec.ports", i);
+                let name = st(p, "name").unwrap_or("");
+                if ports.len() > 1 && name.is_empty() {
+                    e.required(&child(&pp, "name"), "");
+                } else if !name.is_empty() {
+                    e.each(&child(&pp, "name"), name, dns1123_label_errs(name));
+                    if names.contains(&name) {
+                        e.duplicate(&child(&pp, "name"), s(name));
+                    } else {
+                        names.push(name);
+                    }
+                }
+                if let Some(port) = int(p, "port").or(Some(0)) {
+                    if !(1..=65535).contains(&port) {
+                        e.invalid(&child(&pp, "port"), Bad::Int(port), PORT_RANGE);
+                    }
+                }
+                validate_protocol(e, p, &pp);
+                if let Some(tp) = get(p, "targetPort") {
+                    port_num_or_name(e, tp, &child(&pp, "targetPort"), true);
+                }
+                if let Some(ap) = st(p, "appProtocol") {
+                    e.each(&child(&pp, "appProtocol"), ap, qualified_name_errs(ap));
+                }
+            }
+            validate_labels(e, obj(spec, "selector"), "spec.selector");
+            if let Some(sa) = st(spec, "sessionAffinity").filter(|x| !x.is_empty()) {
+                match sa {
+                    "ClientIP" => {
+                        let t = get(spec, "sessionAffinityConfig")
+                            .and_then(|c| get(c, "clientIP"))
+                            .and_then(|c| int(c, "timeoutSeconds"));
+                        if let Some(t) = t.filter(|t| *t <= 0 || *t > 86400) {
+                            e.invalid(
+                                "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                                Bad::Int(t),
+                                "must be greater than 0 and less than 86400",
+                            );
+                        }
+                    }
+                    "None" => {
+                        if get(spec, "sessionAffinityConfig").is_some() {
+                            e.forbidden(
+                                "spec.sessionAffinityConfig",
+                                "must not be set when session affinity is None",
+                            );
+                        }
+                    }
+                    other => {
+                        e.not_supported("spec.sessionAffinity", js(other), &["ClientIP", "None"])
+                    }
+                }
+            }
+            if let Some(t) = st(spec, "type").filter(|x| !x.is_empty()) {
+                if !["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"].contains(&t) {
+                    e.not_supported(
+                        "spec.type",
+                        js(t),
+                        &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"],
+                    );
+                }
+            }
+            if ty == "ClusterIP" {
+                for (i, p) in ports.iter().enumerate() {
+                    if int(p, "nodePort").is_some_and(|n| n != 0) {
+                        e.forbidden(
+                            &child(&index("spec.ports", i), "nodePort"),
+                            "may not be used when `type` is 'ClusterIP'",
+                        );
+                    }
+                }
+            }
+            let proto = |p: &Value| st(p, "protocol").unwrap_or("TCP").to_string();
+            let mut node_ports: Vec<(String, i64)> = Vec::new();
+            for (i, p) in ports.iter().enumerate() {
+                let Some(np) = int(p, "nodePort").filter(|n| *n != 0) else {
+                    continue;
+                };
+                let k = (proto(p), np);
+                if node_ports.contains(&k) {
+                    e.duplicate(&child(&index("spec.ports", i), "nodePort"), Bad::Int(np));
+                }
+                node_ports.push(k);
+            }
+            let mut seen: Vec<(String, i64)> = Vec::new();
+            for (i, p) in ports.iter().enumerate() {
+                let k = (proto(p), int(p, "port").unwrap_or(0));
+                if seen.contains(&k) {
+                    let mut key = Map::new();
+                    key.insert("Name".into(), Value::from(""));
+                    key.insert("Protocol".into(), Value::from(k.0.clone()));
+                    key.insert("AppProtocol".into(), Value::Null);
+                    key.insert("Port".into(), Value::from(k.1));
+                    key.insert("TargetPort".into(), Value::from(0));
+                    key.insert("NodePort".into(), Value::from(0));
+                    e.duplicate(&index("spec.ports", i), Bad::Json(Value::Object(key)));
+                }
+                seen.push(k);
+            }
+            if !items(spec, "loadBalancerSourceRanges").is_empty() && ty != "LoadBalancer" {
+                e.forbidden(
+                    "spec.LoadBalancerSourceRanges",
+                    "may only be used when `type` is 'LoadBalancer'",
+                );
+            }
+            if get(spec, "allocateLoadBalancerNodePorts").is_some() && ty != "LoadBalancer" {
+                e.forbidden(
+                    "spec.allocateLoadBalancerNodePorts",
+                    "may only be used when `type` is 'LoadBalancer'",
+                );
+            }
+            let externally_accessible = ty == "LoadBalancer"
+                || ty == "NodePort"
+                || (ty == "ClusterIP" && !items(spec, "externalIPs").is_empty());
+            if let Some(etp) = st(spec, "externalTrafficPolicy").filter(|x| !x.is_empty()) {
+                if !externally_accessible {
+                    e.invalid(
+                        "spec.externalTrafficPolicy",
+                        js(etp),
+                        "may only be set for externally-accessible services",
+                    );
+                } else if etp != "Cluster" && etp != "Local" {
+                    e.not_supported("spec.externalTrafficPolicy", js(etp), &["Cluster", "Local"]);
+                }
+            }
+            if let Some(itp) = st(spec, "internalTrafficPolicy") {
+                if itp != "Cluster" && itp != "Local" {
+                    e.not_supported("spec.internalTrafficPolicy", js(itp), &["Cluster", "Local"]);
+                }
+            }
+        }
+    }
 }

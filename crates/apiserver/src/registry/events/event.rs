@@ -20,7 +20,7 @@ impl Strategy for EventStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.event(e, obj, true))
     }
 
     fn printer(&self) -> Option<&'static Printer> {

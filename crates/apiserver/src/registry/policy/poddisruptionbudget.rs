@@ -28,10 +28,53 @@ impl Strategy for PodDisruptionBudgetStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).check(|v, e| v.pdb(e, obj))
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("policy", "PodDisruptionBudget")
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+
+    impl Ctx<'_> {
+        pub(crate) fn pdb(&self, e: &mut Errs, o: &Value) {
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            let before = e.0.len();
+            let (min, max) = (get(spec, "minAvailable"), get(spec, "maxUnavailable"));
+            if min.is_some() && max.is_some() {
+                e.invalid(
+                    "spec",
+                    Bad::Json(spec.clone()),
+                    "minAvailable and maxUnavailable cannot be both set",
+                );
+            }
+            for (v, p) in [(min, "spec.minAvailable"), (max, "spec.maxUnavailable")] {
+                if v.is_some() {
+                    validate_positive_int_or_percent(e, v, p);
+                    not_more_than_100_percent(e, v, p);
+                }
+            }
+            if let Some(sel) = get(spec, "selector") {
+                validate_label_selector(e, sel, "spec.selector");
+            }
+            if let Some(p) = st(spec, "unhealthyPodEvictionPolicy") {
+                if p != "IfHealthyBudget" && p != "AlwaysAllow" {
+                    e.not_supported(
+                        "spec.unhealthyPodEvictionPolicy",
+                        js(p),
+                        &["AlwaysAllow", "IfHealthyBudget"],
+                    );
+                }
+            }
+            // The generic registry validates object metadata (path-segment names) only
+            // after the kind-specific validation passed.
+            if e.0.len() == before {
+                self.meta(e, o, NameRule::PathSegment, false);
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@ use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
+use apimachinery::names::NameRule;
 
 /// The `storage.k8s.io/v1` kind.
 pub static KIND: Kind = Kind::new(&["vac"], &VolumeAttributesClassStrategy);
@@ -20,7 +21,7 @@ impl Strategy for VolumeAttributesClassStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).legacy(obj)
+        Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
     }
 
     fn printer(&self) -> Option<&'static Printer> {

@@ -1,0 +1,5 @@
+//! Pod specs and pod templates: what every kind holding one (Pod, PodTemplate,
+//! ReplicationController, the apps workloads, Job, CronJob) validates and defaults
+//! the same way.
+
+pub mod validation;
