@@ -18,6 +18,8 @@ pub mod custom;
 pub mod defaults;
 pub mod rest;
 pub mod table;
+#[cfg(test)]
+mod tests;
 pub mod validation;
 pub mod versions;
 

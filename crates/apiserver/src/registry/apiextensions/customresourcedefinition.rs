@@ -27,8 +27,10 @@ impl Strategy for CustomResourceDefinitionStrategy {
         true
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     /// Metadata, upstream's CRD validation and the CEL rules of every version's schema
@@ -111,6 +113,52 @@ fn record_stored_version(crd: &mut Value) {
     if let Some(a) = stored.as_array_mut() {
         if !a.contains(&storage) {
             a.push(storage);
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        crd_v1(o);
+    }
+
+    pub(crate) fn crd_v1(o: &mut Obj) {
+        let mut storage_version = None;
+        if let Some(spec) = child(o, "spec") {
+            if let Some(names) = child(spec, "names") {
+                let kind = str_at(names, "kind").to_string();
+                if is_empty_str(names, "singular") {
+                    names.insert("singular".into(), json!(kind.to_lowercase()));
+                }
+                if is_empty_str(names, "listKind") && !kind.is_empty() {
+                    names.insert("listKind".into(), json!(format!("{kind}List")));
+                }
+            }
+            default_ptr(spec, "conversion", json!({"strategy": "None"}));
+            if let Some(svc) = child(spec, "conversion")
+                .and_then(|c| child(c, "webhook"))
+                .and_then(|w| child(w, "clientConfig"))
+                .and_then(|c| child(c, "service"))
+            {
+                default_ptr(svc, "port", json!(443));
+            }
+            if let Some(Value::Array(versions)) = spec.get("versions") {
+                storage_version = versions
+                    .iter()
+                    .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                    .and_then(|v| v.get("name").cloned());
+            }
+        }
+        if let Some(name) = storage_version {
+            if let Some(status) = child_or_insert(o, "status") {
+                if is_empty_coll(status, "storedVersions") {
+                    status.insert("storedVersions".into(), json!([name]));
+                }
+            }
         }
     }
 }

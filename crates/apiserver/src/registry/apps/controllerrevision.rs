@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef};
-use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -16,10 +16,6 @@ pub static KIND: Kind = Kind::new(&[], &ControllerRevisionStrategy);
 pub struct ControllerRevisionStrategy;
 
 impl Strategy for ControllerRevisionStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
-    }
-
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
     }

@@ -27,8 +27,10 @@ impl Strategy for DaemonSetStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -123,6 +125,50 @@ pub(crate) mod validation {
                 int(spec, "revisionHistoryLimit"),
             );
             self.selector_immutable(e, spec);
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            if let Some(us) = child_or_insert(spec, "updateStrategy") {
+                default_str(us, "type", "RollingUpdate");
+                if str_at(us, "type") == "RollingUpdate" {
+                    if let Some(ru) = child_or_insert(us, "rollingUpdate") {
+                        default_ptr(ru, "maxUnavailable", json!(1));
+                        default_ptr(ru, "maxSurge", json!(0));
+                    }
+                }
+            }
+            default_ptr(spec, "revisionHistoryLimit", json!(10));
+            if let Some(t) = child(spec, "template") {
+                crate::registry::core::podspec::defaults::pod_template(t);
+            }
+        }
+        if phase.create() {
+            if let Some(meta) = child_or_insert(o, "metadata") {
+                if let Some(ann) = child_or_insert(meta, "annotations") {
+                    if !ann.contains_key("deprecated.daemonset.template.generation") {
+                        ann.insert(
+                            "deprecated.daemonset.template.generation".into(),
+                            json!("1"),
+                        );
+                    }
+                }
+            }
+            status_shape(
+                o,
+                &[
+                    ("currentNumberScheduled", json!(0)),
+                    ("numberMisscheduled", json!(0)),
+                    ("desiredNumberScheduled", json!(0)),
+                    ("numberReady", json!(0)),
+                ],
+            );
         }
     }
 }

@@ -27,8 +27,10 @@ impl Strategy for DeploymentStrategy {
         StatusMeta::KeepExcept(&["labels"])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -130,6 +132,34 @@ pub(crate) mod validation {
                     &["Recreate", "RollingUpdate"],
                 );
             }
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            default_ptr(spec, "replicas", json!(1));
+            if let Some(strategy) = child_or_insert(spec, "strategy") {
+                default_str(strategy, "type", "RollingUpdate");
+                if str_at(strategy, "type") == "RollingUpdate" {
+                    if let Some(ru) = child_or_insert(strategy, "rollingUpdate") {
+                        default_ptr(ru, "maxUnavailable", json!("25%"));
+                        default_ptr(ru, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+            default_ptr(spec, "revisionHistoryLimit", json!(10));
+            default_ptr(spec, "progressDeadlineSeconds", json!(600));
+            if let Some(t) = child(spec, "template") {
+                crate::registry::core::podspec::defaults::pod_template(t);
+            }
+        }
+        if phase.create() {
+            status_shape(o, &[]);
         }
     }
 }

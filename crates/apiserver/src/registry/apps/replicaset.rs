@@ -31,8 +31,10 @@ impl Strategy for ReplicaSetStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -56,6 +58,23 @@ pub(crate) mod validation {
             e.nonnegative("spec.minReadySeconds", int(spec, "minReadySeconds"));
             self.replica_selector_and_template(e, spec, "ReplicaSet");
             self.selector_immutable(e, spec);
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            default_ptr(spec, "replicas", json!(1));
+            if let Some(t) = child(spec, "template") {
+                crate::registry::core::podspec::defaults::pod_template(t);
+            }
+        }
+        if phase.create() {
+            status_shape(o, &[("replicas", json!(0))]);
         }
     }
 }

@@ -27,8 +27,10 @@ impl Strategy for StatefulSetStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -188,5 +190,58 @@ pub(crate) mod validation {
                 }
             }
         }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::core::podspec::defaults::{pod_template, pvc_spec};
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            stateful_set_spec(spec);
+        }
+        if phase.create() {
+            status_shape(
+                o,
+                &[("replicas", json!(0)), ("availableReplicas", json!(0))],
+            );
+        }
+    }
+
+    pub(crate) fn stateful_set_spec(spec: &mut Obj) {
+        default_str(spec, "podManagementPolicy", "OrderedReady");
+        if let Some(us) = child_or_insert(spec, "updateStrategy") {
+            if is_empty_str(us, "type") {
+                us.insert("type".into(), json!("RollingUpdate"));
+                default_ptr(us, "rollingUpdate", json!({}));
+            }
+            if str_at(us, "type") == "RollingUpdate" {
+                if let Some(ru) = child(us, "rollingUpdate") {
+                    default_ptr(ru, "partition", json!(0));
+                }
+            }
+        }
+        if let Some(p) = child_or_insert(spec, "persistentVolumeClaimRetentionPolicy") {
+            default_str(p, "whenDeleted", "Retain");
+            default_str(p, "whenScaled", "Retain");
+        }
+        default_ptr(spec, "replicas", json!(1));
+        default_ptr(spec, "revisionHistoryLimit", json!(10));
+        if let Some(t) = child(spec, "template") {
+            pod_template(t);
+        }
+        each_obj(spec, "volumeClaimTemplates", |pvc| {
+            pvc.insert("apiVersion".into(), json!("v1"));
+            pvc.insert("kind".into(), json!("PersistentVolumeClaim"));
+            child_or_insert(pvc, "metadata");
+            if let Some(s) = child(pvc, "spec") {
+                pvc_spec(s);
+            }
+            if let Some(status) = child_or_insert(pvc, "status") {
+                default_str(status, "phase", "Pending");
+            }
+        });
     }
 }

@@ -30,7 +30,12 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
     }
 
     fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+        if let Some(o) = obj.as_object_mut() {
+            match def.version {
+                "v1" => defaults::hpa_v1(o, phase),
+                _ => defaults::hpa_v2(o, phase),
+            }
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -43,5 +48,105 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
         crate::registry::conversion::convert("HorizontalPodAutoscaler", from, to, obj)
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    pub(crate) fn hpa_v1(o: &mut Obj, phase: Phase) {
+        let has_metrics_annotation = o
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("autoscaling.alpha.kubernetes.io/metrics"))
+            .is_some();
+        if let Some(spec) = child(o, "spec") {
+            default_ptr(spec, "minReplicas", json!(1));
+            // Applied while converting to the stored autoscaling/v2 form and back.
+            if !has_metrics_annotation {
+                default_ptr(spec, "targetCPUUtilizationPercentage", json!(80));
+            }
+        }
+        if phase.create() {
+            status_shape(
+                o,
+                &[("currentReplicas", json!(0)), ("desiredReplicas", json!(0))],
+            );
+        }
+    }
+
+    pub(crate) fn hpa_v2(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            default_ptr(spec, "minReplicas", json!(1));
+            if is_empty_coll(spec, "metrics") {
+                spec.insert(
+                    "metrics".into(),
+                    json!([{
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 80}
+                        }
+                    }]),
+                );
+            }
+            if let Some(behavior) = child(spec, "behavior") {
+                let up = json!({
+                    "stabilizationWindowSeconds": 0,
+                    "selectPolicy": "Max",
+                    "policies": [
+                        {"type": "Pods", "value": 4, "periodSeconds": 15},
+                        {"type": "Percent", "value": 100, "periodSeconds": 15}
+                    ]
+                });
+                let down = json!({
+                    "selectPolicy": "Max",
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]
+                });
+                scaling_rules(behavior, "scaleUp", up);
+                scaling_rules(behavior, "scaleDown", down);
+            }
+            each_obj(spec, "metrics", |m| {
+                for src in [
+                    "object",
+                    "pods",
+                    "resource",
+                    "containerResource",
+                    "external",
+                ] {
+                    if let Some(t) = child(m, src).and_then(|s| child(s, "target")) {
+                        canonical_quantity_at(t, "value", false);
+                        canonical_quantity_at(t, "averageValue", false);
+                    }
+                }
+            });
+        }
+        if phase.create() {
+            status_shape(o, &[("desiredReplicas", json!(0))]);
+        }
+    }
+
+    /// Fill unset fields of one HPA scaling-rules stanza from `defaults`.
+    pub(crate) fn scaling_rules(behavior: &mut Obj, key: &str, defaults: Value) {
+        let Value::Object(mut rules) = defaults else {
+            return;
+        };
+        match behavior.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(given)) => {
+                for field in [
+                    "selectPolicy",
+                    "stabilizationWindowSeconds",
+                    "policies",
+                    "tolerance",
+                ] {
+                    if let Some(v) = given.get(field).filter(|v| !v.is_null()) {
+                        rules.insert(field.into(), v.clone());
+                    }
+                }
+            }
+            Some(_) => return,
+        }
+        behavior.insert(key.into(), Value::Object(rules));
     }
 }

@@ -27,8 +27,10 @@ impl Strategy for CronJobStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -337,5 +339,28 @@ mod tests {
             parse_cron_standard("@every 5"),
             Err("failed to parse duration @every 5: time: missing unit in duration \"5\"".into())
         );
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            default_str(spec, "concurrencyPolicy", "Allow");
+            default_ptr(spec, "suspend", json!(false));
+            default_ptr(spec, "successfulJobsHistoryLimit", json!(3));
+            default_ptr(spec, "failedJobsHistoryLimit", json!(1));
+            if let Some(jt) = child_or_insert(spec, "jobTemplate") {
+                child_or_insert(jt, "metadata");
+                if let Some(js) = child(jt, "spec") {
+                    crate::registry::batch::job::defaults::job_spec_nested(js);
+                }
+            }
+        }
+        if phase.create() {
+            status_shape(o, &[]);
+        }
     }
 }

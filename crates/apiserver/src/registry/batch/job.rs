@@ -31,8 +31,17 @@ impl Strategy for JobStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
+        if phase.create() {
+            // the selector names the Job's uid, set just before the create defaults
+            let uid = crate::registry::rest::meta_str(obj, "uid")
+                .unwrap_or("")
+                .to_string();
+            defaults::generate_job_selector(obj, &uid);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -236,5 +245,136 @@ pub(crate) mod validation {
                 "only \"Never\" is supported when podFailurePolicy is specified",
             );
         }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::core::podspec::defaults::pod_template;
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            job_spec_defaults(spec);
+        }
+        copy_template_labels_to_job(o);
+        if phase.create() {
+            status_shape(o, &[]);
+        }
+    }
+
+    /// Type-level defaults inside a JobSpec (shared by Job and CronJob's job template).
+    pub(crate) fn job_spec_nested(spec: &mut Obj) {
+        if let Some(pfp) = child(spec, "podFailurePolicy") {
+            each_obj(pfp, "rules", |rule| {
+                each_obj(rule, "onPodConditions", |c| {
+                    default_str(c, "status", "True")
+                });
+            });
+        }
+        if let Some(t) = child_or_insert(spec, "template") {
+            pod_template(t);
+        }
+    }
+
+    /// `SetDefaults_Job` for the spec.
+    pub(crate) fn job_spec_defaults(spec: &mut Obj) {
+        if is_nil(spec, "completions") && is_nil(spec, "parallelism") {
+            spec.insert("completions".into(), json!(1));
+            spec.insert("parallelism".into(), json!(1));
+        }
+        default_ptr(spec, "parallelism", json!(1));
+        if is_nil(spec, "backoffLimit") {
+            let limit = if is_nil(spec, "backoffLimitPerIndex") {
+                6
+            } else {
+                i64::from(i32::MAX)
+            };
+            spec.insert("backoffLimit".into(), json!(limit));
+        }
+        default_ptr(spec, "completionMode", json!("NonIndexed"));
+        default_ptr(spec, "suspend", json!(false));
+        let replacement = if is_nil(spec, "podFailurePolicy") {
+            "TerminatingOrFailed"
+        } else {
+            "Failed"
+        };
+        default_ptr(spec, "podReplacementPolicy", json!(replacement));
+        default_ptr(spec, "manualSelector", json!(false));
+        job_spec_nested(spec);
+    }
+
+    /// A Job without labels takes its pod template's labels.
+    pub(crate) fn copy_template_labels_to_job(o: &mut Obj) {
+        let labels = o
+            .get("spec")
+            .and_then(|s| s.get("template"))
+            .and_then(|t| t.get("metadata"))
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .filter(|l| !l.is_empty())
+            .cloned();
+        if let Some(labels) = labels {
+            if let Some(meta) = child_or_insert(o, "metadata") {
+                if is_empty_coll(meta, "labels") {
+                    meta.insert("labels".into(), Value::Object(labels));
+                }
+            }
+        }
+    }
+
+    /// Generate a `batch/v1` Job's selector and pod template labels, as the Job strategy does
+    /// at create time when `spec.manualSelector` is not `true`.
+    ///
+    /// Adds `batch.kubernetes.io/job-name`, `job-name`, `batch.kubernetes.io/controller-uid` and
+    /// `controller-uid` to `spec.template.metadata.labels` (keeping any the user set), adds
+    /// `batch.kubernetes.io/controller-uid: <uid>` to `spec.selector.matchLabels`, then copies
+    /// the template labels to `metadata.labels` when the Job has none (upstream does this by
+    /// defaulting the object again when it is read back). Call it after [`apply_defaults`],
+    /// once `metadata.uid` is known.
+    pub fn generate_job_selector(obj: &mut Value, uid: &str) {
+        let Some(o) = obj.as_object_mut() else { return };
+        let name = o
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let Some(spec) = child(o, "spec") else { return };
+        if spec.get("manualSelector").and_then(Value::as_bool) == Some(true) {
+            return;
+        }
+        {
+            let Some(template) = child_or_insert(spec, "template") else {
+                return;
+            };
+            let Some(meta) = child_or_insert(template, "metadata") else {
+                return;
+            };
+            let Some(labels) = child_or_insert(meta, "labels") else {
+                return;
+            };
+            for key in ["job-name", "batch.kubernetes.io/job-name"] {
+                if !labels.contains_key(key) {
+                    labels.insert(key.into(), Value::String(name.clone()));
+                }
+            }
+            for key in ["controller-uid", "batch.kubernetes.io/controller-uid"] {
+                if !labels.contains_key(key) {
+                    labels.insert(key.into(), Value::String(uid.to_string()));
+                }
+            }
+        }
+        if let Some(selector) = child_or_insert(spec, "selector") {
+            if let Some(ml) = child_or_insert(selector, "matchLabels") {
+                if !ml.contains_key("batch.kubernetes.io/controller-uid") {
+                    ml.insert(
+                        "batch.kubernetes.io/controller-uid".into(),
+                        Value::String(uid.to_string()),
+                    );
+                }
+            }
+        }
+        copy_template_labels_to_job(o);
     }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef};
-use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -32,10 +32,6 @@ pub struct EventStrategy;
 impl Strategy for EventStrategy {
     fn selectable_fields(&self) -> &'static [&'static str] {
         EVENT_FIELDS
-    }
-
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {

@@ -29,8 +29,10 @@ impl Strategy for NamespaceStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -114,6 +116,49 @@ pub(crate) mod validation {
                     kube_finalizer_name(e, f, "spec.finalizers");
                 }
             }
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        namespace(o, phase);
+    }
+
+    pub(crate) fn namespace(o: &mut Obj, phase: Phase) {
+        let name = o
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if !name.is_empty() {
+            if let Some(meta) = child_or_insert(o, "metadata") {
+                if let Some(labels) = child_or_insert(meta, "labels") {
+                    labels.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+                }
+            }
+        }
+        if phase.create() {
+            if let Some(spec) = child_or_insert(o, "spec") {
+                match spec.get_mut("finalizers") {
+                    None | Some(Value::Null) => {
+                        spec.insert("finalizers".into(), json!(["kubernetes"]));
+                    }
+                    Some(Value::Array(f))
+                        if !f.iter().any(|v| v.as_str() == Some("kubernetes")) =>
+                    {
+                        f.push(json!("kubernetes"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(status) = child_or_insert(o, "status") {
+            default_str(status, "phase", "Active");
         }
     }
 }

@@ -32,8 +32,10 @@ impl Strategy for NodeStrategy {
     /// it).
     fn prepare_for_create(&self, _def: &ResourceDef, _obj: &mut Value) {}
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -42,5 +44,24 @@ impl Strategy for NodeStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "Node")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        if let Some(status) = child(o, "status") {
+            if is_nil(status, "allocatable") {
+                if let Some(cap @ Value::Object(_)) = status.get("capacity") {
+                    let cap = cap.clone();
+                    status.insert("allocatable".into(), cap);
+                }
+            }
+            resource_list(status, "capacity", true);
+            resource_list(status, "allocatable", true);
+        }
     }
 }

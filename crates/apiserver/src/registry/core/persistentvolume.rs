@@ -20,8 +20,10 @@ impl Strategy for PersistentVolumeStrategy {
         &[Subresource::Status]
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -30,5 +32,28 @@ impl Strategy for PersistentVolumeStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "PersistentVolume")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::core::podspec::defaults::volume_sources;
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        persistent_volume(o);
+    }
+
+    pub(crate) fn persistent_volume(o: &mut Obj) {
+        if let Some(spec) = child(o, "spec") {
+            default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
+            default_ptr(spec, "volumeMode", json!("Filesystem"));
+            resource_list(spec, "capacity", true);
+            volume_sources(spec);
+        }
+        if let Some(status) = child_or_insert(o, "status") {
+            default_str(status, "phase", "Pending");
+        }
     }
 }

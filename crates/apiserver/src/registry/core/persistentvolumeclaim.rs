@@ -20,8 +20,10 @@ impl Strategy for PersistentVolumeClaimStrategy {
         &[Subresource::Status]
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -30,5 +32,23 @@ impl Strategy for PersistentVolumeClaimStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "PersistentVolumeClaim")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::core::podspec::defaults::pvc_spec;
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        if let Some(spec) = child(o, "spec") {
+            pvc_spec(spec);
+        }
+        if let Some(status) = child_or_insert(o, "status") {
+            default_str(status, "phase", "Pending");
+            resource_list(status, "capacity", true);
+            resource_list(status, "allocatedResources", true);
+        }
     }
 }

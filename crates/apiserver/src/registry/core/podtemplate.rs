@@ -15,8 +15,10 @@ pub static KIND: Kind = Kind::new(&[], &PodTemplateStrategy);
 pub struct PodTemplateStrategy;
 
 impl Strategy for PodTemplateStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -37,6 +39,17 @@ pub(crate) mod validation {
             self.meta(e, o, NameRule::Subdomain, true);
             let empty = Value::Object(Map::new());
             pod_template_spec(e, get(o, "template").unwrap_or(&empty), "template");
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, _phase: Phase) {
+        if let Some(t) = child(o, "template") {
+            crate::registry::core::podspec::defaults::pod_template(t);
         }
     }
 }

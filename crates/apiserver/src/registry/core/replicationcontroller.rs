@@ -31,8 +31,10 @@ impl Strategy for ReplicationControllerStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -79,6 +81,50 @@ pub(crate) mod validation {
                     replica_template_policy(e, t, "spec.template", "ReplicationController");
                 }
             }
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::core::podspec::defaults::pod_template;
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        replication_controller(o, phase);
+    }
+
+    pub(crate) fn replication_controller(o: &mut Obj, phase: Phase) {
+        let template_labels = o
+            .get("spec")
+            .and_then(|s| s.get("template"))
+            .and_then(|t| t.get("metadata"))
+            .and_then(|m| m.get("labels"))
+            .filter(|l| l.is_object())
+            .cloned();
+        if let Some(labels) = template_labels {
+            let labels_empty = labels.as_object().is_some_and(Map::is_empty);
+            if let Some(spec) = child(o, "spec") {
+                if is_empty_coll(spec, "selector") && !labels_empty {
+                    spec.insert("selector".into(), labels.clone());
+                }
+            }
+            if !labels_empty {
+                if let Some(meta) = child_or_insert(o, "metadata") {
+                    if is_empty_coll(meta, "labels") {
+                        meta.insert("labels".into(), labels);
+                    }
+                }
+            }
+        }
+        if let Some(spec) = child(o, "spec") {
+            default_ptr(spec, "replicas", json!(1));
+            if let Some(t) = child(spec, "template") {
+                pod_template(t);
+            }
+        }
+        if phase.create() {
+            status_shape(o, &[("replicas", json!(0))]);
         }
     }
 }

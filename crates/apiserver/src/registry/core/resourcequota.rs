@@ -20,8 +20,10 @@ impl Strategy for ResourceQuotaStrategy {
         &[Subresource::Status]
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -30,5 +32,23 @@ impl Strategy for ResourceQuotaStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("", "ResourceQuota")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if let Some(spec) = child(o, "spec") {
+            resource_list(spec, "hard", true);
+        }
+        if let Some(status) = child(o, "status") {
+            resource_list(status, "hard", true);
+            resource_list(status, "used", true);
+        }
+        if phase.create() {
+            status_shape(o, &[]);
+        }
     }
 }

@@ -19,9 +19,11 @@ impl Strategy for SecretStrategy {
         &["type"]
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         merge_string_data(obj);
-        crate::registry::defaults::legacy(def, obj, phase);
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -168,5 +170,15 @@ pub(crate) mod validation {
                 _ => {}
             }
         }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        default_str(o, "type", "Opaque");
     }
 }

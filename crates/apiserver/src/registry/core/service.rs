@@ -30,8 +30,10 @@ impl Strategy for ServiceStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -335,5 +337,171 @@ pub(crate) mod validation {
                 }
             }
         }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        service(o, phase);
+    }
+
+    pub(crate) fn service(o: &mut Obj, phase: Phase) {
+        let Some(spec) = child(o, "spec") else {
+            if phase.create() {
+                status_shape(o, &[("loadBalancer", json!({}))]);
+            }
+            return;
+        };
+        default_str(spec, "sessionAffinity", "None");
+        match str_at(spec, "sessionAffinity") {
+            "None" => {
+                spec.remove("sessionAffinityConfig");
+            }
+            "ClientIP" => {
+                let has_timeout = spec
+                    .get("sessionAffinityConfig")
+                    .and_then(|c| c.get("clientIP"))
+                    .and_then(|c| c.get("timeoutSeconds"))
+                    .is_some_and(|t| !t.is_null());
+                if !has_timeout {
+                    spec.insert(
+                        "sessionAffinityConfig".into(),
+                        json!({"clientIP": {"timeoutSeconds": 10800}}),
+                    );
+                }
+            }
+            _ => {}
+        }
+        default_str(spec, "type", "ClusterIP");
+        each_obj(spec, "ports", |p| {
+            default_str(p, "protocol", "TCP");
+            let unset = match p.get("targetPort") {
+                None | Some(Value::Null) => true,
+                Some(Value::Number(n)) => n.as_i64() == Some(0),
+                Some(Value::String(s)) => s.is_empty(),
+                _ => false,
+            };
+            if unset {
+                if let Some(port @ Value::Number(_)) = p.get("port") {
+                    let port = port.clone();
+                    p.insert("targetPort".into(), port);
+                }
+            }
+        });
+        let svc_type = str_at(spec, "type").to_string();
+        let has_external_ips = !is_empty_coll(spec, "externalIPs");
+        let externally_accessible = svc_type == "LoadBalancer"
+            || svc_type == "NodePort"
+            || (svc_type == "ClusterIP" && has_external_ips);
+        if externally_accessible {
+            default_str(spec, "externalTrafficPolicy", "Cluster");
+        }
+        let ip_family_types =
+            matches!(svc_type.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer");
+        if ip_family_types {
+            default_ptr(spec, "internalTrafficPolicy", json!("Cluster"));
+        }
+        if svc_type == "LoadBalancer" {
+            default_ptr(spec, "allocateLoadBalancerNodePorts", json!(true));
+        }
+        if phase.create() {
+            if ip_family_types {
+                service_ip_families(spec);
+            } else {
+                spec.remove("ipFamilies");
+                spec.remove("ipFamilyPolicy");
+            }
+        }
+        if svc_type == "LoadBalancer" {
+            if let Some(lb) = child(o, "status").and_then(|s| child(s, "loadBalancer")) {
+                each_obj(lb, "ingress", |ing| {
+                    if !is_empty_str(ing, "ip") {
+                        default_ptr(ing, "ipMode", json!("VIP"));
+                    }
+                });
+            }
+        }
+        if phase.create() {
+            status_shape(o, &[("loadBalancer", json!({}))]);
+        }
+    }
+
+    /// The IP family fields the Service registry fills at create time, for a cluster whose
+    /// only service CIDR is IPv4.
+    pub(crate) fn service_ip_families(spec: &mut Obj) {
+        let mut ips: Vec<String> = match spec.get("clusterIPs") {
+            Some(Value::Array(a)) if !a.is_empty() => a
+                .iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect(),
+            _ => match spec.get("clusterIP").and_then(Value::as_str) {
+                Some(ip) if !ip.is_empty() => vec![ip.to_string()],
+                _ => Vec::new(),
+            },
+        };
+        let headless = ips.first().map(String::as_str) == Some("None");
+        let Some(families) = (match spec.get_mut("ipFamilies") {
+            None | Some(Value::Null) => {
+                spec.insert("ipFamilies".into(), json!([]));
+                spec.get_mut("ipFamilies").and_then(Value::as_array_mut)
+            }
+            Some(Value::Array(a)) => Some(a),
+            _ => None,
+        }) else {
+            return;
+        };
+        // Families follow the literal cluster IPs the client gave.
+        for (i, ip) in ips.drain(..).enumerate() {
+            if ip == "None" || ip.is_empty() {
+                break;
+            }
+            if i >= families.len() {
+                let fam = if ip.contains(':') { "IPv6" } else { "IPv4" };
+                families.push(json!(fam));
+            }
+        }
+        let selectorless = spec
+            .get("selector")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty);
+        let Some(families) = spec.get_mut("ipFamilies").and_then(Value::as_array_mut) else {
+            return;
+        };
+        if headless && selectorless {
+            // The one case where the policy defaults to dual-stack, even on a single-stack
+            // cluster.
+            if families.is_empty() {
+                families.push(json!("IPv4"));
+            }
+            default_ptr(spec, "ipFamilyPolicy", json!("RequireDualStack"));
+            let dual = matches!(
+                spec.get("ipFamilyPolicy").and_then(Value::as_str),
+                Some("RequireDualStack" | "PreferDualStack")
+            );
+            let Some(families) = spec.get_mut("ipFamilies").and_then(Value::as_array_mut) else {
+                return;
+            };
+            if dual && families.len() == 1 {
+                match families[0].as_str() {
+                    Some("IPv4") => families.push(json!("IPv6")),
+                    Some("IPv6") => families.push(json!("IPv4")),
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let count = families.len();
+        if families.is_empty() {
+            families.push(json!("IPv4"));
+        }
+        let policy = if count < 2 {
+            "SingleStack"
+        } else {
+            "RequireDualStack"
+        };
+        default_ptr(spec, "ipFamilyPolicy", json!(policy));
     }
 }

@@ -16,8 +16,10 @@ pub static KIND: Kind = Kind::new(&[], &EndpointSliceStrategy);
 pub struct EndpointSliceStrategy;
 
 impl Strategy for EndpointSliceStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -26,5 +28,18 @@ impl Strategy for EndpointSliceStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("discovery.k8s.io", "EndpointSlice")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        each_obj(o, "ports", |p| {
+            default_ptr(p, "name", json!(""));
+            default_ptr(p, "protocol", json!("TCP"));
+        });
     }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef};
-use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -15,10 +15,6 @@ pub static KIND: Kind = Kind::new(&["ev"], &EventStrategy).stored_as("", "v1");
 pub struct EventStrategy;
 
 impl Strategy for EventStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
-    }
-
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).check(|v, e| v.event(e, obj, true))
     }

@@ -24,8 +24,10 @@ impl Strategy for IngressStrategy {
         true
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -34,5 +36,16 @@ impl Strategy for IngressStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("networking.k8s.io", "Ingress")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if phase.create() {
+            status_shape(o, &[("loadBalancer", json!({}))]);
+        }
     }
 }

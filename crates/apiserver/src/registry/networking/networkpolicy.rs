@@ -20,8 +20,10 @@ impl Strategy for NetworkPolicyStrategy {
         true
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -30,5 +32,28 @@ impl Strategy for NetworkPolicyStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("networking.k8s.io", "NetworkPolicy")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        let Some(spec) = child(o, "spec") else { return };
+        child_or_insert(spec, "podSelector");
+        for dir in ["ingress", "egress"] {
+            each_obj(spec, dir, |rule| {
+                each_obj(rule, "ports", |p| default_ptr(p, "protocol", json!("TCP")));
+            });
+        }
+        if is_empty_coll(spec, "policyTypes") {
+            let mut types = vec![json!("Ingress")];
+            if !is_empty_coll(spec, "egress") {
+                types.push(json!("Egress"));
+            }
+            spec.insert("policyTypes".into(), Value::Array(types));
+        }
     }
 }

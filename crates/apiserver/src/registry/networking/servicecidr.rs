@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef, Subresource};
-use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -22,10 +22,6 @@ impl Strategy for ServiceCIDRStrategy {
 
     fn uses_generation(&self) -> bool {
         true
-    }
-
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {

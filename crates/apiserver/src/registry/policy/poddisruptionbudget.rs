@@ -23,8 +23,10 @@ impl Strategy for PodDisruptionBudgetStrategy {
         true
     }
 
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -75,6 +77,25 @@ pub(crate) mod validation {
             if e.0.len() == before {
                 self.meta(e, o, NameRule::PathSegment, false);
             }
+        }
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        if phase.create() {
+            status_shape(
+                o,
+                &[
+                    ("disruptionsAllowed", json!(0)),
+                    ("currentHealthy", json!(0)),
+                    ("desiredHealthy", json!(0)),
+                    ("expectedPods", json!(0)),
+                ],
+            );
         }
     }
 }

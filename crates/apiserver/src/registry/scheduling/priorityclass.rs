@@ -16,8 +16,10 @@ pub static KIND: Kind = Kind::new(&["pc"], &PriorityClassStrategy);
 pub struct PriorityClassStrategy;
 
 impl Strategy for PriorityClassStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -26,5 +28,16 @@ impl Strategy for PriorityClassStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("scheduling.k8s.io", "PriorityClass")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        default_ptr(o, "preemptionPolicy", json!("PreemptLowerPriority"));
+        default_ptr(o, "value", json!(0));
     }
 }

@@ -16,8 +16,10 @@ pub static KIND: Kind = Kind::new(&[], &CSIDriverStrategy);
 pub struct CSIDriverStrategy;
 
 impl Strategy for CSIDriverStrategy {
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
+        if let Some(o) = obj.as_object_mut() {
+            defaults::apply(o, phase);
+        }
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -26,5 +28,25 @@ impl Strategy for CSIDriverStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         crate::registry::table::legacy("storage.k8s.io", "CSIDriver")
+    }
+}
+
+pub(crate) mod defaults {
+    use crate::registry::defaults::prelude::*;
+
+    /// The kind's defaults in `phase`.
+    pub(crate) fn apply(o: &mut Obj, phase: Phase) {
+        let _ = phase;
+        if let Some(spec) = child_or_insert(o, "spec") {
+            default_ptr(spec, "attachRequired", json!(true));
+            default_ptr(spec, "podInfoOnMount", json!(false));
+            default_ptr(spec, "storageCapacity", json!(false));
+            default_ptr(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+            if is_empty_coll(spec, "volumeLifecycleModes") {
+                spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+            }
+            default_ptr(spec, "requiresRepublish", json!(false));
+            default_ptr(spec, "seLinuxMount", json!(false));
+        }
     }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef, Subresource};
-use crate::registry::catalog::{Phase, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -18,10 +18,6 @@ pub struct VolumeAttachmentStrategy;
 impl Strategy for VolumeAttachmentStrategy {
     fn subresources(&self) -> &'static [Subresource] {
         &[Subresource::Status]
-    }
-
-    fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
-        crate::registry::defaults::legacy(def, obj, phase);
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {

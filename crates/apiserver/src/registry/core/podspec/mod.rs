@@ -2,4 +2,5 @@
 //! ReplicationController, the apps workloads, Job, CronJob) validates and defaults
 //! the same way.
 
+pub mod defaults;
 pub mod validation;
