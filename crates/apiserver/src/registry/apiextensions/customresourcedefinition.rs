@@ -5,7 +5,6 @@ use serde_json::Value;
 use crate::registry::catalog::{DeleteRequest, Deletion, Phase, Strategy};
 use crate::registry::catalog::{Kind, ResourceDef, Subresource};
 use crate::registry::rest;
-use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
 use apimachinery::names::NameRule;
@@ -82,10 +81,6 @@ impl Strategy for CustomResourceDefinitionStrategy {
         }
         obj["status"]["conditions"] = Value::Array(conditions);
         Deletion::Generic
-    }
-
-    fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("apiextensions.k8s.io", "CustomResourceDefinition")
     }
 }
 

@@ -38,7 +38,7 @@ impl Strategy for DaemonSetStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("apps", "DaemonSet")
+        Some(&printer::DAEMON_SET)
     }
 }
 
@@ -171,4 +171,49 @@ pub(crate) mod defaults {
             );
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const DS_STATUS: &str = "io.k8s.api.apps.v1.DaemonSetStatus";
+
+    /// DaemonSets (`apps/v1`).
+    pub(crate) static DAEMON_SET: Printer = Printer {
+        columns: &[
+            NAME,
+            integer("Desired", field(DS_STATUS, "desiredNumberScheduled")),
+            integer("Current", field(DS_STATUS, "currentNumberScheduled")),
+            integer("Ready", field(DS_STATUS, "numberReady")),
+            integer("Up-to-date", field(DS_STATUS, "updatedNumberScheduled")),
+            integer("Available", field(DS_STATUS, "numberAvailable")),
+            string(
+                "Node Selector",
+                field("io.k8s.api.core.v1.PodSpec", "nodeSelector"),
+            ),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.apps.v1.DaemonSetSpec", "selector"),
+            )),
+        ],
+        print: |v, now| {
+            let (names, images) = containers(template_spec(v));
+            Row::of(vec![
+                name(v),
+                json!(int(v, "/status/desiredNumberScheduled")),
+                json!(int(v, "/status/currentNumberScheduled")),
+                json!(int(v, "/status/numberReady")),
+                json!(int(v, "/status/updatedNumberScheduled")),
+                json!(int(v, "/status/numberAvailable")),
+                json!(format_labels(v.pointer("/spec/template/spec/nodeSelector"))),
+                age(v, now),
+                json!(names),
+                json!(images),
+                json!(format_label_selector(v.pointer("/spec/selector"))),
+            ])
+        },
+    };
 }

@@ -38,7 +38,7 @@ impl Strategy for DeploymentStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("apps", "Deployment")
+        Some(&printer::DEPLOYMENT)
     }
 }
 
@@ -162,4 +162,48 @@ pub(crate) mod defaults {
             status_shape(o, &[]);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// Deployments (`apps/v1`).
+    pub(crate) static DEPLOYMENT: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Ready", text("Number of the pod with ready state")),
+            string(
+                "Up-to-date",
+                field("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"),
+            ),
+            string(
+                "Available",
+                field("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"),
+            ),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.apps.v1.DeploymentSpec", "selector"),
+            )),
+        ],
+        print: |v, now| {
+            let (names, images) = containers(template_spec(v));
+            Row::of(vec![
+                name(v),
+                json!(format!(
+                    "{}/{}",
+                    int(v, "/status/readyReplicas"),
+                    int(v, "/spec/replicas")
+                )),
+                json!(int(v, "/status/updatedReplicas")),
+                json!(int(v, "/status/availableReplicas")),
+                age(v, now),
+                json!(names),
+                json!(images),
+                json!(selector_string(v.pointer("/spec/selector"))),
+            ])
+        },
+    };
 }

@@ -42,7 +42,7 @@ impl Strategy for ReplicaSetStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("apps", "ReplicaSet")
+        Some(&printer::REPLICA_SET)
     }
 }
 
@@ -77,4 +77,47 @@ pub(crate) mod defaults {
             status_shape(o, &[("replicas", json!(0))]);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// ReplicaSets (`apps/v1`).
+    pub(crate) static REPLICA_SET: Printer = Printer {
+        columns: &[
+            NAME,
+            integer(
+                "Desired",
+                field("io.k8s.api.apps.v1.ReplicaSetSpec", "replicas"),
+            ),
+            integer(
+                "Current",
+                field("io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"),
+            ),
+            integer(
+                "Ready",
+                field("io.k8s.api.apps.v1.ReplicaSetStatus", "readyReplicas"),
+            ),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.apps.v1.ReplicaSetSpec", "selector"),
+            )),
+        ],
+        print: |v, now| {
+            let (names, images) = containers(template_spec(v));
+            Row::of(vec![
+                name(v),
+                json!(int(v, "/spec/replicas")),
+                json!(int(v, "/status/replicas")),
+                json!(int(v, "/status/readyReplicas")),
+                age(v, now),
+                json!(names),
+                json!(images),
+                json!(format_label_selector(v.pointer("/spec/selector"))),
+            ])
+        },
+    };
 }

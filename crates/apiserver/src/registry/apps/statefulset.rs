@@ -38,7 +38,7 @@ impl Strategy for StatefulSetStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("apps", "StatefulSet")
+        Some(&printer::STATEFUL_SET)
     }
 }
 
@@ -244,4 +244,33 @@ pub(crate) mod defaults {
             }
         });
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// StatefulSets (`apps/v1`).
+    pub(crate) static STATEFUL_SET: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Ready", text("Number of the pod with ready state")),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+        ],
+        print: |v, now| {
+            let (names, images) = containers(template_spec(v));
+            Row::of(vec![
+                name(v),
+                json!(format!(
+                    "{}/{}",
+                    int(v, "/status/readyReplicas"),
+                    int(v, "/spec/replicas")
+                )),
+                age(v, now),
+                json!(names),
+                json!(images),
+            ])
+        },
+    };
 }

@@ -43,7 +43,7 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("autoscaling", "HorizontalPodAutoscaler")
+        Some(&printer::HPA)
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
@@ -149,4 +149,132 @@ pub(crate) mod defaults {
         }
         behavior.insert(key.into(), Value::Object(rules));
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// One HPA metric as `current/target` (upstream `formatHPAMetrics`).
+    fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
+        let q = |v: Option<&Value>| v.map(int_or_string).unwrap_or_default();
+        let ty = spec.get("type").and_then(Value::as_str).unwrap_or("");
+        let unknown = || "<unknown>".to_string();
+        let src = |key: &str| spec.get(key).cloned().unwrap_or(Value::Null);
+        let cur = |key: &str| status.and_then(|s| s.get(key)).filter(|v| !v.is_null());
+        match ty {
+            "External" | "Object" => {
+                let key = if ty == "External" {
+                    "external"
+                } else {
+                    "object"
+                };
+                let target = src(key);
+                if let Some(avg) = target.pointer("/target/averageValue") {
+                    let current = cur(key)
+                        .and_then(|c| c.pointer("/current/averageValue"))
+                        .map(|v| q(Some(v)))
+                        .unwrap_or_else(unknown);
+                    format!("{current}/{} (avg)", q(Some(avg)))
+                } else {
+                    let current = cur(key)
+                        .map(|c| q(c.pointer("/current/value")))
+                        .unwrap_or_else(unknown);
+                    format!("{current}/{}", q(target.pointer("/target/value")))
+                }
+            }
+            "Pods" => {
+                let current = cur("pods")
+                    .map(|c| q(c.pointer("/current/averageValue")))
+                    .unwrap_or_else(unknown);
+                format!("{current}/{}", q(spec.pointer("/pods/target/averageValue")))
+            }
+            "Resource" | "ContainerResource" => {
+                let key = if ty == "Resource" {
+                    "resource"
+                } else {
+                    "containerResource"
+                };
+                let target = src(key);
+                let resource = target.get("name").and_then(Value::as_str).unwrap_or("");
+                if let Some(avg) = target.pointer("/target/averageValue") {
+                    let current = cur(key)
+                        .map(|c| q(c.pointer("/current/averageValue")))
+                        .unwrap_or_else(unknown);
+                    format!("{resource}: {current}/{}", q(Some(avg)))
+                } else {
+                    let current = cur(key)
+                        .and_then(|c| c.pointer("/current/averageUtilization"))
+                        .and_then(Value::as_i64)
+                        .map(|u| format!("{u}%"))
+                        .unwrap_or_else(unknown);
+                    let target = target
+                        .pointer("/target/averageUtilization")
+                        .and_then(Value::as_i64)
+                        .map(|u| format!("{u}%"))
+                        .unwrap_or_else(|| "<auto>".into());
+                    format!("{resource}: {current}/{target}")
+                }
+            }
+            _ => "<unknown type>".into(),
+        }
+    }
+
+    pub(crate) fn hpa_metrics(v: &Value) -> String {
+        let specs = arr(v, "/spec/metrics");
+        if specs.is_empty() {
+            return "<none>".into();
+        }
+        let statuses = arr(v, "/status/currentMetrics");
+        let list: Vec<String> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| hpa_metric(spec, statuses.get(i)))
+            .collect();
+        const MAX: usize = 2;
+        if list.len() > MAX {
+            format!("{} + {} more...", list[..MAX].join(", "), list.len() - MAX)
+        } else {
+            list.join(", ")
+        }
+    }
+
+    const HPA_SPEC: &str = "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec";
+
+    /// HorizontalPodAutoscalers (printed from `autoscaling/v2` storage for both versions).
+    pub(crate) static HPA: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Reference", field(HPA_SPEC, "scaleTargetRef")),
+            string("Targets", field(HPA_SPEC, "metrics")),
+            string("MinPods", field(HPA_SPEC, "minReplicas")),
+            string("MaxPods", field(HPA_SPEC, "maxReplicas")),
+            string(
+                "Replicas",
+                field(
+                    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+                    "currentReplicas",
+                ),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let min = v
+                .pointer("/spec/minReplicas")
+                .and_then(Value::as_i64)
+                .map_or_else(|| "<unset>".to_string(), |m| m.to_string());
+            Row::of(vec![
+                name(v),
+                json!(format!(
+                    "{}/{}",
+                    s(v, "/spec/scaleTargetRef/kind"),
+                    s(v, "/spec/scaleTargetRef/name")
+                )),
+                json!(hpa_metrics(v)),
+                json!(min),
+                json!(int(v, "/spec/maxReplicas")),
+                json!(int(v, "/status/currentReplicas")),
+                age(v, now),
+            ])
+        },
+    };
 }

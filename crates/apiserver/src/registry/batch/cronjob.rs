@@ -38,7 +38,7 @@ impl Strategy for CronJobStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("batch", "CronJob")
+        Some(&printer::CRON_JOB)
     }
 }
 
@@ -363,4 +363,56 @@ pub(crate) mod defaults {
             status_shape(o, &[]);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const CRON_SPEC: &str = "io.k8s.api.batch.v1.CronJobSpec";
+
+    const CRON_STATUS: &str = "io.k8s.api.batch.v1.CronJobStatus";
+
+    /// CronJobs (`batch/v1`).
+    pub(crate) static CRON_JOB: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Schedule", field(CRON_SPEC, "schedule")),
+            string("Timezone", field(CRON_SPEC, "timeZone")),
+            crate::registry::table::boolean("Suspend", field(CRON_SPEC, "suspend")),
+            integer("Active", field(CRON_STATUS, "active")),
+            string("Last Schedule", field(CRON_STATUS, "lastScheduleTime")),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.batch.v1.JobSpec", "selector"),
+            )),
+        ],
+        print: |v, now| {
+            let last = match opt_s(v, "/status/lastScheduleTime") {
+                Some(t) => since(Some(t), now),
+                None => "<none>".into(),
+            };
+            let suspend = match v.pointer("/spec/suspend").and_then(Value::as_bool) {
+                Some(b) => bool_word(b),
+                None => "<unset>",
+            };
+            let (names, images) = containers(v.pointer("/spec/jobTemplate/spec/template/spec"));
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/spec/schedule")),
+                json!(opt_s(v, "/spec/timeZone").unwrap_or("<none>")),
+                json!(suspend),
+                json!(arr(v, "/status/active").len()),
+                json!(last),
+                age(v, now),
+                json!(names),
+                json!(images),
+                json!(format_label_selector(
+                    v.pointer("/spec/jobTemplate/spec/selector")
+                )),
+            ])
+        },
+    };
 }

@@ -49,7 +49,7 @@ impl Strategy for JobStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("batch", "Job")
+        Some(&printer::JOB)
     }
 }
 
@@ -377,4 +377,79 @@ pub(crate) mod defaults {
         }
         copy_template_labels_to_job(o);
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// Whether the first condition of type `ty` is `True` (upstream `hasJobCondition`).
+    fn has_condition(v: &Value, ty: &str) -> bool {
+        arr(v, "/status/conditions")
+            .iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    }
+
+    fn print_job(v: &Value, now: DateTime<Utc>) -> Row {
+        let succeeded = int(v, "/status/succeeded");
+        let completions = match v.pointer("/spec/completions").and_then(Value::as_i64) {
+            Some(c) => format!("{succeeded}/{c}"),
+            None => match int(v, "/spec/parallelism") {
+                p if p > 1 => format!("{succeeded}/1 of {p}"),
+                _ => format!("{succeeded}/1"),
+            },
+        };
+        let start = opt_s(v, "/status/startTime").and_then(parse_time);
+        let done = opt_s(v, "/status/completionTime").and_then(parse_time);
+        let duration = match (start, done) {
+            (None, _) => String::new(),
+            (Some(s), None) => elapsed(s, now),
+            (Some(s), Some(d)) => elapsed(s, d),
+        };
+        let status = if has_condition(v, "Complete") {
+            "Complete"
+        } else if has_condition(v, "Failed") {
+            "Failed"
+        } else if crate::registry::table::deleting(v) {
+            "Terminating"
+        } else if has_condition(v, "Suspended") {
+            "Suspended"
+        } else if has_condition(v, "FailureTarget") {
+            "FailureTarget"
+        } else {
+            "Running"
+        };
+        let (names, images) = containers(template_spec(v));
+        Row::of(vec![
+            name(v),
+            json!(status),
+            json!(completions),
+            json!(duration),
+            age(v, now),
+            json!(names),
+            json!(images),
+            json!(format_label_selector(v.pointer("/spec/selector"))),
+        ])
+    }
+
+    /// Jobs (`batch/v1`).
+    pub(crate) static JOB: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Status", text("Status of the job.")),
+            string(
+                "Completions",
+                field("io.k8s.api.batch.v1.JobStatus", "succeeded"),
+            ),
+            string("Duration", text("Time required to complete the job.")),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.batch.v1.JobSpec", "selector"),
+            )),
+        ],
+        print: print_job,
+    };
 }

@@ -20,7 +20,7 @@ impl Strategy for LeaseStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("coordination.k8s.io", "Lease")
+        Some(&printer::LEASE)
     }
 }
 
@@ -72,4 +72,27 @@ pub(crate) mod validation {
             }
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// Leases.
+    pub(crate) static LEASE: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Holder",
+                field("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/spec/holderIdentity")),
+                age(v, now),
+            ])
+        },
+    };
 }

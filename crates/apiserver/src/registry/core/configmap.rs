@@ -20,7 +20,7 @@ impl Strategy for ConfigMapStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "ConfigMap")
+        Some(&printer::CONFIG_MAP)
     }
 }
 
@@ -62,4 +62,24 @@ pub(crate) mod validation {
             }
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// ConfigMaps.
+    pub(crate) static CONFIG_MAP: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Data", field("io.k8s.api.core.v1.ConfigMap", "data")),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(map_len(v, "/data") + map_len(v, "/binaryData")),
+                age(v, now),
+            ])
+        },
+    };
 }

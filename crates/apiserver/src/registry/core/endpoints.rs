@@ -27,7 +27,7 @@ impl Strategy for EndpointsStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Endpoints")
+        Some(&printer::ENDPOINTS)
     }
 }
 
@@ -41,4 +41,84 @@ pub(crate) mod defaults {
             each_obj(ss, "ports", |p| default_str(p, "protocol", "TCP"));
         });
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    pub(crate) fn format_endpoints(v: &Value) -> String {
+        let subsets = arr(v, "/subsets");
+        if subsets.is_empty() {
+            return "<none>".into();
+        }
+        const MAX: usize = 3;
+        let mut list: Vec<String> = Vec::new();
+        let mut more = false;
+        let mut count = 0usize;
+        for ss in subsets {
+            let addresses = ss
+                .get("addresses")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let ip = |a: &Value| {
+                a.get("ip")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let ports = ss
+                .get("ports")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            if ports.is_empty() {
+                // headless services may have no ports
+                count += addresses.len();
+                for a in addresses {
+                    if list.len() == MAX {
+                        more = true;
+                        break;
+                    }
+                    list.push(ip(a));
+                }
+                continue;
+            }
+            for port in ports {
+                let p = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+                count += addresses.len();
+                for a in addresses {
+                    if list.len() == MAX {
+                        more = true;
+                        break;
+                    }
+                    let host = ip(a);
+                    list.push(if host.contains(':') {
+                        format!("[{host}]:{p}")
+                    } else {
+                        format!("{host}:{p}")
+                    });
+                }
+            }
+        }
+        let joined = list.join(",");
+        if more {
+            format!("{joined} + {} more...", count - MAX)
+        } else {
+            joined
+        }
+    }
+
+    /// Endpoints.
+    pub(crate) static ENDPOINTS: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Endpoints",
+                field("io.k8s.api.core.v1.Endpoints", "subsets"),
+            ),
+            AGE,
+        ],
+        print: |v, now| Row::of(vec![name(v), json!(format_endpoints(v)), age(v, now)]),
+    };
 }

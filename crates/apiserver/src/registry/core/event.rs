@@ -39,7 +39,7 @@ impl Strategy for EventStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Event")
+        Some(&printer::EVENT)
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
@@ -190,4 +190,82 @@ pub(crate) mod validation {
             }
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const EVENT_DEF: &str = "io.k8s.api.core.v1.Event";
+
+    fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {
+        if a.is_empty() {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn print_event(v: &Value, now: DateTime<Utc>) -> Row {
+        let present = |ptr: &str| opt_s(v, ptr).filter(|t| !t.is_empty());
+        let first = match present("/firstTimestamp") {
+            Some(t) => since(Some(t), now),
+            None => since(present("/eventTime"), now),
+        };
+        let mut last = match present("/lastTimestamp") {
+            Some(t) => since(Some(t), now),
+            None => first.clone(),
+        };
+        let mut count = int(v, "/count");
+        if v.get("series").is_some_and(Value::is_object) {
+            last = since(present("/series/lastObservedTime"), now);
+            count = int(v, "/series/count");
+        } else if count == 0 {
+            // singleton events of the events.k8s.io API carry no count
+            count = 1;
+        }
+        let kind = s(v, "/involvedObject/kind").to_lowercase();
+        let target = match s(v, "/involvedObject/name") {
+            "" => kind,
+            n => format!("{kind}/{n}"),
+        };
+        let component = first_non_empty(s(v, "/source/component"), s(v, "/reportingComponent"));
+        let instance = first_non_empty(s(v, "/source/host"), s(v, "/reportingInstance"));
+        let source = if instance.is_empty() {
+            component.to_string()
+        } else {
+            format!("{component}, {instance}")
+        };
+        Row::of(vec![
+            json!(last),
+            json!(s(v, "/type")),
+            json!(s(v, "/reason")),
+            json!(target),
+            json!(s(v, "/involvedObject/fieldPath")),
+            json!(source),
+            json!(s(v, "/message").trim()),
+            json!(first),
+            json!(count),
+            name(v),
+        ])
+    }
+
+    /// Events (core `v1` storage; also serves `events.k8s.io/v1`).
+    pub(crate) static EVENT: Printer = Printer {
+        columns: &[
+            string("Last Seen", field(EVENT_DEF, "lastTimestamp")),
+            string("Type", field(EVENT_DEF, "type")),
+            string("Reason", field(EVENT_DEF, "reason")),
+            string("Object", field(EVENT_DEF, "involvedObject")),
+            wide(string(
+                "Subobject",
+                field("io.k8s.api.core.v1.ObjectReference", "fieldPath"),
+            )),
+            wide(string("Source", field(EVENT_DEF, "source"))),
+            string("Message", field(EVENT_DEF, "message")),
+            wide(string("First Seen", field(EVENT_DEF, "firstTimestamp"))),
+            wide(string("Count", field(EVENT_DEF, "count"))),
+            wide(NAME),
+        ],
+        print: print_event,
+    };
 }

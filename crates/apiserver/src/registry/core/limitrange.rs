@@ -4,7 +4,6 @@ use serde_json::Value;
 
 use crate::registry::catalog::{Kind, ResourceDef};
 use crate::registry::catalog::{Phase, Strategy};
-use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
 use apimachinery::names::NameRule;
@@ -24,10 +23,6 @@ impl Strategy for LimitRangeStrategy {
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
-    }
-
-    fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "LimitRange")
     }
 }
 

@@ -96,7 +96,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Namespace")
+        Some(&printer::NAMESPACE)
     }
 }
 
@@ -161,4 +161,18 @@ pub(crate) mod defaults {
             default_str(status, "phase", "Active");
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// Namespaces.
+    pub(crate) static NAMESPACE: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Status", text("The status of the namespace")),
+            AGE,
+        ],
+        print: |v, now| Row::of(vec![name(v), json!(s(v, "/status/phase")), age(v, now)]),
+    };
 }

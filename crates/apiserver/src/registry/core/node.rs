@@ -43,7 +43,7 @@ impl Strategy for NodeStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Node")
+        Some(&printer::NODE)
     }
 }
 
@@ -64,4 +64,104 @@ pub(crate) mod defaults {
             resource_list(status, "allocatable", true);
         }
     }
+}
+
+pub(crate) mod printer {
+    use std::collections::BTreeSet;
+
+    use crate::registry::table::prelude::*;
+
+    const NODE_INFO: &str = "io.k8s.api.core.v1.NodeSystemInfo";
+
+    fn node_address(v: &Value, ty: &str) -> String {
+        arr(v, "/status/addresses")
+            .iter()
+            .find(|a| a.get("type").and_then(Value::as_str) == Some(ty))
+            .and_then(|a| a.get("address").and_then(Value::as_str))
+            .unwrap_or("<none>")
+            .to_string()
+    }
+
+    fn node_status(v: &Value) -> String {
+        let ready = arr(v, "/status/conditions")
+            .iter()
+            .rev()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"));
+        let mut status = vec![match ready {
+            Some(c) if c.get("status").and_then(Value::as_str) == Some("True") => "Ready",
+            Some(_) => "NotReady",
+            None => "Unknown",
+        }];
+        if crate::registry::table::flag(v, "/spec/unschedulable") {
+            status.push("SchedulingDisabled");
+        }
+        status.join(",")
+    }
+
+    fn node_roles(v: &Value) -> String {
+        let mut roles = BTreeSet::new();
+        if let Some(labels) = v.pointer("/metadata/labels").and_then(Value::as_object) {
+            for (k, val) in labels {
+                if let Some(role) = k.strip_prefix("node-role.kubernetes.io/") {
+                    if !role.is_empty() {
+                        roles.insert(role.to_string());
+                    }
+                } else if k == "kubernetes.io/role" {
+                    if let Some(r) = val.as_str().filter(|r| !r.is_empty()) {
+                        roles.insert(r.to_string());
+                    }
+                }
+            }
+        }
+        if roles.is_empty() {
+            "<none>".into()
+        } else {
+            roles.into_iter().collect::<Vec<_>>().join(",")
+        }
+    }
+
+    fn or_unknown(v: &Value, ptr: &str) -> Value {
+        json!(opt_s(v, ptr)
+            .filter(|x| !x.is_empty())
+            .unwrap_or("<unknown>"))
+    }
+
+    /// Nodes.
+    pub(crate) static NODE: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Status", text("The status of the node")),
+            string("Roles", text("The roles of the node")),
+            AGE,
+            string("Version", field(NODE_INFO, "kubeletVersion")),
+            wide(string(
+                "Internal-IP",
+                field("io.k8s.api.core.v1.NodeStatus", "addresses"),
+            )),
+            wide(string(
+                "External-IP",
+                field("io.k8s.api.core.v1.NodeStatus", "addresses"),
+            )),
+            wide(string("OS-Image", field(NODE_INFO, "osImage"))),
+            wide(string("Kernel-Version", field(NODE_INFO, "kernelVersion"))),
+            wide(string(
+                "Container-Runtime",
+                field(NODE_INFO, "containerRuntimeVersion"),
+            )),
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(node_status(v)),
+                json!(node_roles(v)),
+                age(v, now),
+                json!(s(v, "/status/nodeInfo/kubeletVersion")),
+                json!(node_address(v, "InternalIP")),
+                json!(node_address(v, "ExternalIP")),
+                or_unknown(v, "/status/nodeInfo/osImage"),
+                or_unknown(v, "/status/nodeInfo/kernelVersion"),
+                or_unknown(v, "/status/nodeInfo/containerRuntimeVersion"),
+            ])
+        },
+    };
 }

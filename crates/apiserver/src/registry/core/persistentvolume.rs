@@ -31,7 +31,7 @@ impl Strategy for PersistentVolumeStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "PersistentVolume")
+        Some(&printer::PERSISTENT_VOLUME)
     }
 }
 
@@ -56,4 +56,58 @@ pub(crate) mod defaults {
             default_str(status, "phase", "Pending");
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const PV_SPEC: &str = "io.k8s.api.core.v1.PersistentVolumeSpec";
+
+    const PV_STATUS: &str = "io.k8s.api.core.v1.PersistentVolumeStatus";
+
+    /// PersistentVolumes.
+    pub(crate) static PERSISTENT_VOLUME: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Capacity", field(PV_SPEC, "capacity")),
+            string("Access Modes", field(PV_SPEC, "accessModes")),
+            string(
+                "Reclaim Policy",
+                field(PV_SPEC, "persistentVolumeReclaimPolicy"),
+            ),
+            string("Status", field(PV_STATUS, "phase")),
+            string("Claim", field(PV_SPEC, "claimRef")),
+            string("StorageClass", text("StorageClass of the pv")),
+            string(
+                "VolumeAttributesClass",
+                text("VolumeAttributesClass of the pv"),
+            ),
+            string("Reason", field(PV_STATUS, "reason")),
+            AGE,
+            wide(string("VolumeMode", field(PV_SPEC, "volumeMode"))),
+        ],
+        print: |v, now| {
+            let claim = match v.pointer("/spec/claimRef").filter(|c| c.is_object()) {
+                Some(c) => format!(
+                    "{}/{}",
+                    c.get("namespace").and_then(Value::as_str).unwrap_or(""),
+                    c.get("name").and_then(Value::as_str).unwrap_or("")
+                ),
+                None => String::new(),
+            };
+            Row::of(vec![
+                name(v),
+                json!(quantity(v, "/spec/capacity/storage")),
+                json!(access_modes(v, "/spec/accessModes")),
+                json!(s(v, "/spec/persistentVolumeReclaimPolicy")),
+                json!(phase_or_terminating(v)),
+                json!(claim),
+                json!(storage_class(v)),
+                unset(v, "/spec/volumeAttributesClassName"),
+                json!(s(v, "/status/reason")),
+                age(v, now),
+                unset(v, "/spec/volumeMode"),
+            ])
+        },
+    };
 }

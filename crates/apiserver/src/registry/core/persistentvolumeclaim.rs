@@ -31,7 +31,7 @@ impl Strategy for PersistentVolumeClaimStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "PersistentVolumeClaim")
+        Some(&printer::PERSISTENT_VOLUME_CLAIM)
     }
 }
 
@@ -51,4 +51,52 @@ pub(crate) mod defaults {
             resource_list(status, "allocatedResources", true);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const PVC_SPEC: &str = "io.k8s.api.core.v1.PersistentVolumeClaimSpec";
+
+    const PVC_STATUS: &str = "io.k8s.api.core.v1.PersistentVolumeClaimStatus";
+
+    /// PersistentVolumeClaims.
+    pub(crate) static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Status", field(PVC_STATUS, "phase")),
+            string("Volume", field(PVC_SPEC, "volumeName")),
+            string("Capacity", field(PVC_STATUS, "capacity")),
+            string("Access Modes", field(PVC_STATUS, "accessModes")),
+            string("StorageClass", text("StorageClass of the pvc")),
+            string(
+                "VolumeAttributesClass",
+                text("VolumeAttributesClass of the pvc"),
+            ),
+            AGE,
+            wide(string("VolumeMode", field(PVC_SPEC, "volumeMode"))),
+        ],
+        print: |v, now| {
+            let volume = s(v, "/spec/volumeName");
+            let (capacity, modes) = if volume.is_empty() {
+                (String::new(), String::new())
+            } else {
+                (
+                    quantity(v, "/status/capacity/storage"),
+                    access_modes(v, "/status/accessModes"),
+                )
+            };
+            Row::of(vec![
+                name(v),
+                json!(phase_or_terminating(v)),
+                json!(volume),
+                json!(capacity),
+                json!(modes),
+                json!(storage_class(v)),
+                unset(v, "/spec/volumeAttributesClassName"),
+                age(v, now),
+                unset(v, "/spec/volumeMode"),
+            ])
+        },
+    };
 }

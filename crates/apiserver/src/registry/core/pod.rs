@@ -162,7 +162,7 @@ impl Strategy for PodStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Pod")
+        Some(&printer::POD)
     }
 }
 
@@ -241,6 +241,255 @@ pub(crate) mod validation {
                     "cannot be set until all schedulingGates have been cleared",
                 );
             }
+        }
+    }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const POD_SPEC: &str = "io.k8s.api.core.v1.PodSpec";
+
+    const POD_STATUS: &str = "io.k8s.api.core.v1.PodStatus";
+
+    /// Pods (`core/v1`).
+    pub(crate) static POD: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Ready",
+                text("The aggregate readiness state of this pod for accepting traffic."),
+            ),
+            string(
+                "Status",
+                text("The aggregate status of the containers in this pod."),
+            ),
+            string("Restarts", text("The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.")),
+            AGE,
+            wide(string("IP", field(POD_STATUS, "podIP"))),
+            wide(string("Node", field(POD_SPEC, "nodeName"))),
+            wide(string("Nominated Node", field(POD_STATUS, "nominatedNodeName"))),
+            wide(string("Readiness Gates", field(POD_SPEC, "readinessGates"))),
+        ],
+        print: print_pod,
+    };
+
+    /// The state of a container status: `waiting`, `running` or `terminated`.
+    fn state<'a>(c: &'a Value, which: &str) -> Option<&'a Value> {
+        c.get("state")?.get(which).filter(|v| v.is_object())
+    }
+
+    fn last_terminated_at(c: &Value) -> Option<DateTime<Utc>> {
+        let t = c.get("lastState")?.get("terminated")?;
+        // a terminated state without finishedAt is Go's zero time: never later than another
+        Some(
+            t.get("finishedAt")
+                .and_then(Value::as_str)
+                .and_then(parse_time)
+                .unwrap_or(DateTime::<Utc>::MIN_UTC),
+        )
+    }
+
+    fn restart_count(c: &Value) -> i64 {
+        c.get("restartCount").and_then(Value::as_i64).unwrap_or(0)
+    }
+
+    fn str_of<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
+        v.and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn terminated_reason(prefix: &str, t: &Value) -> String {
+        let reason = str_of(Some(t), "reason");
+        if !reason.is_empty() {
+            return format!("{prefix}{reason}");
+        }
+        let signal = t.get("signal").and_then(Value::as_i64).unwrap_or(0);
+        if signal != 0 {
+            format!("{prefix}Signal:{signal}")
+        } else {
+            let code = t.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+            format!("{prefix}ExitCode:{code}")
+        }
+    }
+
+    fn condition_true(pod: &Value, ty: &str) -> bool {
+        arr(pod, "/status/conditions").iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(ty)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+    }
+
+    fn latest(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn print_pod(pod: &Value, now: DateTime<Utc>) -> Row {
+        let init_specs = arr(pod, "/spec/initContainers");
+        // init containers with restartPolicy Always are sidecars: they count as containers
+        let restartable = |name: &str| {
+            init_specs.iter().any(|c| {
+                c.get("name").and_then(Value::as_str) == Some(name)
+                    && c.get("restartPolicy").and_then(Value::as_str) == Some("Always")
+            })
+        };
+        let total = arr(pod, "/spec/containers").len()
+            + init_specs
+                .iter()
+                .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"))
+                .count();
+        let mut ready = 0usize;
+        let mut restarts = 0i64;
+        let mut sidecar_restarts = 0i64;
+        let mut last_restart: Option<DateTime<Utc>> = None;
+        let mut last_sidecar_restart: Option<DateTime<Utc>> = None;
+
+        let phase = s(pod, "/status/phase");
+        let mut reason = match s(pod, "/status/reason") {
+            "" => phase.to_string(),
+            r => r.to_string(),
+        };
+        let gated = arr(pod, "/status/conditions").iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some("PodScheduled")
+                && c.get("reason").and_then(Value::as_str) == Some("SchedulingGated")
+        });
+        if gated {
+            reason = "SchedulingGated".into();
+        }
+        let conditions = match phase {
+            "Succeeded" => Some(
+                json!([{"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed successfully."}]),
+            ),
+            "Failed" => Some(
+                json!([{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]),
+            ),
+            _ => None,
+        };
+
+        let mut initializing = false;
+        let init_statuses = arr(pod, "/status/initContainerStatuses");
+        for (i, c) in init_statuses.iter().enumerate() {
+            let is_sidecar = restartable(str_of(Some(c), "name"));
+            restarts += restart_count(c);
+            last_restart = latest(last_restart, last_terminated_at(c));
+            if is_sidecar {
+                sidecar_restarts += restart_count(c);
+                last_sidecar_restart = latest(last_sidecar_restart, last_terminated_at(c));
+            }
+            let terminated = state(c, "terminated");
+            let waiting_reason = str_of(state(c, "waiting"), "reason");
+            if terminated
+                .is_some_and(|t| t.get("exitCode").and_then(Value::as_i64).unwrap_or(0) == 0)
+            {
+                continue;
+            }
+            if is_sidecar && c.get("started").and_then(Value::as_bool) == Some(true) {
+                if c.get("ready").and_then(Value::as_bool) == Some(true) {
+                    ready += 1;
+                }
+                continue;
+            }
+            if let Some(t) = terminated {
+                reason = terminated_reason("Init:", t);
+            } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
+                reason = format!("Init:{waiting_reason}");
+            } else {
+                reason = format!("Init:{i}/{}", init_specs.len());
+            }
+            initializing = true;
+            break;
+        }
+
+        if !initializing || condition_true(pod, "Initialized") {
+            restarts = sidecar_restarts;
+            last_restart = last_sidecar_restart;
+            let mut has_running = false;
+            for c in arr(pod, "/status/containerStatuses").iter().rev() {
+                restarts += restart_count(c);
+                last_restart = latest(last_restart, last_terminated_at(c));
+                let waiting_reason = str_of(state(c, "waiting"), "reason");
+                let terminated = state(c, "terminated");
+                if !waiting_reason.is_empty() {
+                    reason = waiting_reason.to_string();
+                } else if let Some(t) = terminated {
+                    reason = terminated_reason("", t);
+                } else if c.get("ready").and_then(Value::as_bool) == Some(true)
+                    && state(c, "running").is_some()
+                {
+                    has_running = true;
+                    ready += 1;
+                }
+            }
+            // a pod whose last container completed while another still runs is not done
+            if reason == "Completed" && has_running {
+                reason = if condition_true(pod, "Ready") {
+                    "Running".into()
+                } else {
+                    "NotReady".into()
+                };
+            }
+        }
+
+        if deleting(pod) && s(pod, "/status/reason") == "NodeLost" {
+            reason = "Unknown".into();
+        } else if deleting(pod) && phase != "Succeeded" && phase != "Failed" {
+            reason = "Terminating".into();
+        }
+
+        // the zero time counts as no restart date
+        let last_restart = last_restart.filter(|t| *t != DateTime::<Utc>::MIN_UTC);
+        let restarts_cell = match last_restart {
+            Some(t) if restarts != 0 => format!("{restarts} ({} ago)", elapsed(t, now)),
+            _ => restarts.to_string(),
+        };
+
+        let pod_ip = arr(pod, "/status/podIPs")
+            .first()
+            .and_then(|p| p.get("ip"))
+            .and_then(Value::as_str)
+            .filter(|ip| !ip.is_empty())
+            .unwrap_or("<none>");
+        let node = opt_s(pod, "/spec/nodeName")
+            .filter(|n| !n.is_empty())
+            .unwrap_or("<none>");
+        let nominated = opt_s(pod, "/status/nominatedNodeName")
+            .filter(|n| !n.is_empty())
+            .unwrap_or("<none>");
+        let gates = arr(pod, "/spec/readinessGates");
+        let readiness_gates = if gates.is_empty() {
+            "<none>".to_string()
+        } else {
+            let conditions = arr(pod, "/status/conditions");
+            let true_count = gates
+                .iter()
+                .filter(|g| {
+                    let ty = str_of(Some(g), "conditionType");
+                    conditions
+                        .iter()
+                        .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+                        .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+                })
+                .count();
+            format!("{true_count}/{}", gates.len())
+        };
+
+        Row {
+            cells: vec![
+                name(pod),
+                json!(format!("{ready}/{total}")),
+                json!(reason),
+                json!(restarts_cell),
+                crate::registry::table::age(pod, now),
+                json!(pod_ip),
+                json!(node),
+                json!(nominated),
+                json!(readiness_gates),
+            ],
+            conditions,
         }
     }
 }

@@ -26,7 +26,7 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "PodTemplate")
+        Some(&printer::POD_TEMPLATE)
     }
 }
 
@@ -52,4 +52,33 @@ pub(crate) mod defaults {
             crate::registry::core::podspec::defaults::pod_template(t);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// PodTemplates (`core/v1`).
+    pub(crate) static POD_TEMPLATE: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Containers",
+                text("Names of each container in the template."),
+            ),
+            string(
+                "Images",
+                text("Images referenced by each container in the template."),
+            ),
+            string("Pod Labels", text("The labels for the pod template.")),
+        ],
+        print: |v, _| {
+            let (names, images) = containers(v.pointer("/template/spec"));
+            Row::of(vec![
+                name(v),
+                json!(names),
+                json!(images),
+                json!(format_labels(v.pointer("/template/metadata/labels"))),
+            ])
+        },
+    };
 }

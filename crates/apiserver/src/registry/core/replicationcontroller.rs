@@ -42,7 +42,7 @@ impl Strategy for ReplicationControllerStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "ReplicationController")
+        Some(&printer::REPLICATION_CONTROLLER)
     }
 }
 
@@ -127,4 +127,50 @@ pub(crate) mod defaults {
             status_shape(o, &[("replicas", json!(0))]);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// ReplicationControllers (`core/v1`).
+    pub(crate) static REPLICATION_CONTROLLER: Printer = Printer {
+        columns: &[
+            NAME,
+            integer(
+                "Desired",
+                field("io.k8s.api.core.v1.ReplicationControllerSpec", "replicas"),
+            ),
+            integer(
+                "Current",
+                field("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"),
+            ),
+            integer(
+                "Ready",
+                field(
+                    "io.k8s.api.core.v1.ReplicationControllerStatus",
+                    "readyReplicas",
+                ),
+            ),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            wide(string(
+                "Selector",
+                field("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"),
+            )),
+        ],
+        print: |v, now| {
+            let (names, images) = containers(template_spec(v));
+            Row::of(vec![
+                name(v),
+                json!(int(v, "/spec/replicas")),
+                json!(int(v, "/status/replicas")),
+                json!(int(v, "/status/readyReplicas")),
+                age(v, now),
+                json!(names),
+                json!(images),
+                json!(format_labels(v.pointer("/spec/selector"))),
+            ])
+        },
+    };
 }

@@ -31,7 +31,7 @@ impl Strategy for ResourceQuotaStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "ResourceQuota")
+        Some(&printer::RESOURCE_QUOTA)
     }
 }
 
@@ -51,4 +51,54 @@ pub(crate) mod defaults {
             status_shape(o, &[]);
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    pub(crate) fn quota_columns(v: &Value) -> (String, String) {
+        let Some(hard) = v.pointer("/status/hard").and_then(Value::as_object) else {
+            return (String::new(), String::new());
+        };
+        let mut names: Vec<&String> = hard.keys().collect();
+        names.sort();
+        let mut requests = Vec::new();
+        let mut limits = Vec::new();
+        for resource in names {
+            let used = v
+                .pointer("/status/used")
+                .and_then(|u| u.get(resource.as_str()))
+                .map(crate::registry::table::int_or_string)
+                .unwrap_or_else(|| "0".into());
+            let entry = format!(
+                "{resource}: {used}/{}",
+                crate::registry::table::int_or_string(&hard[resource.as_str()])
+            );
+            let mut pieces = resource.split('.');
+            let is_limit = pieces.next() == Some("limits") && pieces.next().is_some();
+            if is_limit {
+                limits.push(entry);
+            } else {
+                requests.push(entry);
+            }
+        }
+        (requests.join(", "), limits.join(", "))
+    }
+
+    /// ResourceQuotas.
+    pub(crate) static RESOURCE_QUOTA: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Request",
+                text("Request represents a minimum amount of cpu/memory that a container may consume."),
+            ),
+            string("Limit", text("Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.")),
+            AGE,
+        ],
+        print: |v, now| {
+            let (requests, limits) = quota_columns(v);
+            Row::of(vec![name(v), json!(requests), json!(limits), age(v, now)])
+        },
+    };
 }

@@ -31,7 +31,7 @@ impl Strategy for SecretStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Secret")
+        Some(&printer::SECRET)
     }
 }
 
@@ -181,4 +181,26 @@ pub(crate) mod defaults {
         let _ = phase;
         default_str(o, "type", "Opaque");
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// Secrets.
+    pub(crate) static SECRET: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Type", field("io.k8s.api.core.v1.Secret", "type")),
+            string("Data", field("io.k8s.api.core.v1.Secret", "data")),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/type")),
+                json!(map_len(v, "/data")),
+                age(v, now),
+            ])
+        },
+    };
 }

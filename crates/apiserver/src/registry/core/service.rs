@@ -45,7 +45,7 @@ impl Strategy for ServiceStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Service")
+        Some(&printer::SERVICE)
     }
 }
 
@@ -504,4 +504,89 @@ pub(crate) mod defaults {
         };
         default_ptr(spec, "ipFamilyPolicy", json!(policy));
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const SERVICE_SPEC: &str = "io.k8s.api.core.v1.ServiceSpec";
+
+    fn strings(v: &Value, ptr: &str) -> Vec<String> {
+        arr(v, ptr)
+            .iter()
+            .map(|x| x.as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    fn external_ip(v: &Value) -> String {
+        let external = strings(v, "/spec/externalIPs");
+        match s(v, "/spec/type") {
+            "ClusterIP" | "NodePort" if !external.is_empty() => external.join(","),
+            "ClusterIP" | "NodePort" => "<none>".into(),
+            "LoadBalancer" => {
+                let lb = load_balancer_ingress(v, "/status/loadBalancer/ingress");
+                let mut all: Vec<String> = Vec::new();
+                if !lb.is_empty() {
+                    all.extend(lb.split(',').map(str::to_string));
+                }
+                if !external.is_empty() {
+                    all.extend(external);
+                    all.join(",")
+                } else if !lb.is_empty() {
+                    lb
+                } else {
+                    "<pending>".into()
+                }
+            }
+            "ExternalName" => s(v, "/spec/externalName").to_string(),
+            _ => "<unknown>".into(),
+        }
+    }
+
+    fn ports(v: &Value) -> String {
+        let list: Vec<String> = arr(v, "/spec/ports")
+            .iter()
+            .map(|p| {
+                let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("");
+                match p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) {
+                    n if n > 0 => format!("{port}:{n}/{proto}"),
+                    _ => format!("{port}/{proto}"),
+                }
+            })
+            .collect();
+        if list.is_empty() {
+            "<none>".into()
+        } else {
+            list.join(",")
+        }
+    }
+
+    /// Services.
+    pub(crate) static SERVICE: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Type", field(SERVICE_SPEC, "type")),
+            string("Cluster-IP", field(SERVICE_SPEC, "clusterIP")),
+            string("External-IP", field(SERVICE_SPEC, "externalIPs")),
+            string("Port(s)", field(SERVICE_SPEC, "ports")),
+            AGE,
+            wide(string("Selector", field(SERVICE_SPEC, "selector"))),
+        ],
+        print: |v, now| {
+            let cluster_ip = arr(v, "/spec/clusterIPs")
+                .first()
+                .and_then(Value::as_str)
+                .unwrap_or("<none>");
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/spec/type")),
+                json!(cluster_ip),
+                json!(external_ip(v)),
+                json!(ports(v)),
+                age(v, now),
+                json!(format_labels(v.pointer("/spec/selector"))),
+            ])
+        },
+    };
 }

@@ -21,6 +21,23 @@ impl Strategy for ServiceAccountStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "ServiceAccount")
+        Some(&printer::SERVICE_ACCOUNT)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// ServiceAccounts.
+    pub(crate) static SERVICE_ACCOUNT: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Secrets",
+                field("io.k8s.api.core.v1.ServiceAccount", "secrets"),
+            ),
+            AGE,
+        ],
+        print: |v, now| Row::of(vec![name(v), json!(arr(v, "/secrets").len()), age(v, now)]),
+    };
 }

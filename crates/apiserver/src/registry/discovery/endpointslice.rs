@@ -27,7 +27,7 @@ impl Strategy for EndpointSliceStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("discovery.k8s.io", "EndpointSlice")
+        Some(&printer::ENDPOINT_SLICE)
     }
 }
 
@@ -42,4 +42,50 @@ pub(crate) mod defaults {
             default_ptr(p, "protocol", json!("TCP"));
         });
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const SLICE: &str = "io.k8s.api.discovery.v1.EndpointSlice";
+
+    /// EndpointSlices.
+    pub(crate) static ENDPOINT_SLICE: Printer = Printer {
+        columns: &[
+            NAME,
+            string("AddressType", field(SLICE, "addressType")),
+            string("Ports", field(SLICE, "ports")),
+            string("Endpoints", field(SLICE, "endpoints")),
+            AGE,
+        ],
+        print: |v, now| {
+            let ports = arr(v, "/ports")
+                .iter()
+                .map(
+                    |p| match (p.get("port").and_then(Value::as_i64), p.get("name")) {
+                        (Some(n), _) => n.to_string(),
+                        (None, Some(Value::String(n))) => n.clone(),
+                        _ => "*".into(),
+                    },
+                )
+                .collect();
+            let addresses = arr(v, "/endpoints")
+                .iter()
+                .flat_map(|e| {
+                    e.get("addresses")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[])
+                })
+                .map(|a| a.as_str().unwrap_or("").to_string())
+                .collect();
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/addressType")),
+                json!(list_with_more(ports)),
+                json!(list_with_more(addresses)),
+                age(v, now),
+            ])
+        },
+    };
 }

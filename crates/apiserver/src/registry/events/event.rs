@@ -20,7 +20,7 @@ impl Strategy for EventStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("", "Event")
+        Some(&crate::registry::core::event::printer::EVENT)
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {

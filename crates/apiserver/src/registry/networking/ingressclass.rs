@@ -27,7 +27,7 @@ impl Strategy for IngressClassStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("networking.k8s.io", "IngressClass")
+        Some(&printer::INGRESS_CLASS)
     }
 }
 
@@ -41,4 +41,42 @@ pub(crate) mod defaults {
             default_ptr(p, "scope", json!("Cluster"));
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// IngressClasses.
+    pub(crate) static INGRESS_CLASS: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Controller",
+                text("Controller that is responsible for handling this class"),
+            ),
+            string(
+                "Parameters",
+                text("A reference to a resource with additional parameters"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let parameters = match v.pointer("/spec/parameters").filter(|p| p.is_object()) {
+                Some(p) => {
+                    let mut out = s(p, "/kind").to_string();
+                    if let Some(g) = opt_s(p, "/apiGroup") {
+                        out = format!("{out}.{g}");
+                    }
+                    format!("{out}/{}", s(p, "/name"))
+                }
+                None => "<none>".into(),
+            };
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/spec/controller")),
+                json!(parameters),
+                age(v, now),
+            ])
+        },
+    };
 }

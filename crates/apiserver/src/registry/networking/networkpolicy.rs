@@ -31,7 +31,7 @@ impl Strategy for NetworkPolicyStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("networking.k8s.io", "NetworkPolicy")
+        Some(&printer::NETWORK_POLICY)
     }
 }
 
@@ -56,4 +56,29 @@ pub(crate) mod defaults {
             spec.insert("policyTypes".into(), Value::Array(types));
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// NetworkPolicies.
+    pub(crate) static NETWORK_POLICY: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Pod-Selector",
+                field("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            // a missing podSelector is the empty selector in the Go struct, not nil
+            let selector = v.pointer("/spec/podSelector").cloned().unwrap_or(json!({}));
+            Row::of(vec![
+                name(v),
+                json!(format_label_selector(Some(&selector))),
+                age(v, now),
+            ])
+        },
+    };
 }

@@ -29,6 +29,29 @@ impl Strategy for ServiceCIDRStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("networking.k8s.io", "ServiceCIDR")
+        Some(&printer::SERVICE_CIDR)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// ServiceCIDRs.
+    pub(crate) static SERVICE_CIDR: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "CIDRs",
+                field("io.k8s.api.networking.v1.ServiceCIDRSpec", "cidrs"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let cidrs: Vec<&str> = arr(v, "/spec/cidrs")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            Row::of(vec![name(v), json!(cidrs.join(",")), age(v, now)])
+        },
+    };
 }

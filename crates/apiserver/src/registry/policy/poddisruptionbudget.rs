@@ -34,7 +34,7 @@ impl Strategy for PodDisruptionBudgetStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("policy", "PodDisruptionBudget")
+        Some(&printer::PDB)
     }
 }
 
@@ -98,4 +98,42 @@ pub(crate) mod defaults {
             );
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// PodDisruptionBudgets (`policy/v1`).
+    pub(crate) static PDB: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "Min Available",
+                text("The minimum number of pods that must be available."),
+            ),
+            string(
+                "Max Unavailable",
+                text("The maximum number of pods that may be unavailable."),
+            ),
+            integer(
+                "Allowed Disruptions",
+                text("Calculated number of pods that may be disrupted at this time."),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let or_na = |ptr: &str| {
+                v.pointer(ptr)
+                    .filter(|x| !x.is_null())
+                    .map_or_else(|| "N/A".to_string(), int_or_string)
+            };
+            Row::of(vec![
+                name(v),
+                json!(or_na("/spec/minAvailable")),
+                json!(or_na("/spec/maxUnavailable")),
+                json!(int(v, "/status/disruptionsAllowed")),
+                age(v, now),
+            ])
+        },
+    };
 }

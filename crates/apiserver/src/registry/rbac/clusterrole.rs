@@ -4,7 +4,6 @@ use serde_json::Value;
 
 use crate::registry::catalog::Strategy;
 use crate::registry::catalog::{Kind, ResourceDef};
-use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
 use apimachinery::names::NameRule;
@@ -18,9 +17,5 @@ pub struct ClusterRoleStrategy;
 impl Strategy for ClusterRoleStrategy {
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).meta_only(obj, NameRule::PathSegment)
-    }
-
-    fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("rbac.authorization.k8s.io", "ClusterRole")
     }
 }

@@ -27,7 +27,7 @@ impl Strategy for ClusterRoleBindingStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("rbac.authorization.k8s.io", "ClusterRoleBinding")
+        Some(&printer::CLUSTER_ROLE_BINDING)
     }
 }
 
@@ -39,4 +39,23 @@ pub(crate) mod defaults {
         let _ = phase;
         crate::registry::rbac::binding_defaults(o);
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const CLUSTER_ROLE_BINDING_COLUMNS: [Column; 6] = binding_columns(
+        "io.k8s.api.rbac.v1.ClusterRoleBinding",
+        [
+            "Users in the clusterRoleBinding",
+            "Groups in the clusterRoleBinding",
+            "ServiceAccounts in the clusterRoleBinding",
+        ],
+    );
+
+    /// ClusterRoleBindings.
+    pub(crate) static CLUSTER_ROLE_BINDING: Printer = Printer {
+        columns: &CLUSTER_ROLE_BINDING_COLUMNS,
+        print: binding_row,
+    };
 }

@@ -27,7 +27,7 @@ impl Strategy for RoleBindingStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("rbac.authorization.k8s.io", "RoleBinding")
+        Some(&printer::ROLE_BINDING)
     }
 }
 
@@ -39,4 +39,23 @@ pub(crate) mod defaults {
         let _ = phase;
         crate::registry::rbac::binding_defaults(o);
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const ROLE_BINDING_COLUMNS: [Column; 6] = binding_columns(
+        "io.k8s.api.rbac.v1.RoleBinding",
+        [
+            "Users in the roleBinding",
+            "Groups in the roleBinding",
+            "ServiceAccounts in the roleBinding",
+        ],
+    );
+
+    /// RoleBindings.
+    pub(crate) static ROLE_BINDING: Printer = Printer {
+        columns: &ROLE_BINDING_COLUMNS,
+        print: binding_row,
+    };
 }

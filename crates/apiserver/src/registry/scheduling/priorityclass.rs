@@ -27,7 +27,7 @@ impl Strategy for PriorityClassStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("scheduling.k8s.io", "PriorityClass")
+        Some(&printer::PRIORITY_CLASS)
     }
 }
 
@@ -40,4 +40,33 @@ pub(crate) mod defaults {
         default_ptr(o, "preemptionPolicy", json!("PreemptLowerPriority"));
         default_ptr(o, "value", json!(0));
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const PRIORITY_CLASS_DEF: &str = "io.k8s.api.scheduling.v1.PriorityClass";
+
+    /// PriorityClasses.
+    pub(crate) static PRIORITY_CLASS: Printer = Printer {
+        columns: &[
+            NAME,
+            integer("Value", field(PRIORITY_CLASS_DEF, "value")),
+            boolean("Global-Default", field(PRIORITY_CLASS_DEF, "globalDefault")),
+            AGE,
+            string(
+                "PreemptionPolicy",
+                field(PRIORITY_CLASS_DEF, "preemptionPolicy"),
+            ),
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(int(v, "/value")),
+                json!(flag(v, "/globalDefault")),
+                age(v, now),
+                json!(s(v, "/preemptionPolicy")),
+            ])
+        },
+    };
 }

@@ -27,7 +27,7 @@ impl Strategy for CSIDriverStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "CSIDriver")
+        Some(&printer::CSI_DRIVER)
     }
 }
 
@@ -49,4 +49,58 @@ pub(crate) mod defaults {
             default_ptr(spec, "seLinuxMount", json!(false));
         }
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const CSI_DRIVER_SPEC: &str = "io.k8s.api.storage.v1.CSIDriverSpec";
+
+    /// CSIDrivers.
+    pub(crate) static CSI_DRIVER: Printer = Printer {
+        columns: &[
+            NAME,
+            boolean("AttachRequired", field(CSI_DRIVER_SPEC, "attachRequired")),
+            boolean("PodInfoOnMount", field(CSI_DRIVER_SPEC, "podInfoOnMount")),
+            boolean("StorageCapacity", field(CSI_DRIVER_SPEC, "storageCapacity")),
+            string("TokenRequests", field(CSI_DRIVER_SPEC, "tokenRequests")),
+            boolean(
+                "RequiresRepublish",
+                field(CSI_DRIVER_SPEC, "requiresRepublish"),
+            ),
+            string("Modes", field(CSI_DRIVER_SPEC, "volumeLifecycleModes")),
+            AGE,
+        ],
+        print: |v, now| {
+            let modes: Vec<&str> = arr(v, "/spec/volumeLifecycleModes")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let tokens = match v.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+                Some(list) => list
+                    .iter()
+                    .map(|t| s(t, "/audience"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                None => "<unset>".into(),
+            };
+            Row::of(vec![
+                name(v),
+                json!(v
+                    .pointer("/spec/attachRequired")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true)),
+                json!(flag(v, "/spec/podInfoOnMount")),
+                json!(flag(v, "/spec/storageCapacity")),
+                json!(tokens),
+                json!(flag(v, "/spec/requiresRepublish")),
+                json!(if modes.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    modes.join(",")
+                }),
+                age(v, now),
+            ])
+        },
+    };
 }

@@ -21,6 +21,29 @@ impl Strategy for CSINodeStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "CSINode")
+        Some(&printer::CSI_NODE)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// CSINodes.
+    pub(crate) static CSI_NODE: Printer = Printer {
+        columns: &[
+            NAME,
+            integer(
+                "Drivers",
+                text("Drivers indicates the number of CSI drivers registered on the node"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(arr(v, "/spec/drivers").len()),
+                age(v, now),
+            ])
+        },
+    };
 }

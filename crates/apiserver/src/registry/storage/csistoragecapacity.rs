@@ -21,6 +21,32 @@ impl Strategy for CSIStorageCapacityStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "CSIStorageCapacity")
+        Some(&printer::CSI_STORAGE_CAPACITY)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const CAPACITY_DEF: &str = "io.k8s.api.storage.v1.CSIStorageCapacity";
+
+    /// CSIStorageCapacities (no age column upstream).
+    pub(crate) static CSI_STORAGE_CAPACITY: Printer = Printer {
+        columns: &[
+            NAME,
+            string("StorageClassName", field(CAPACITY_DEF, "storageClassName")),
+            string("Capacity", field(CAPACITY_DEF, "capacity")),
+        ],
+        print: |v, _| {
+            let capacity = v.get("capacity").filter(|c| !c.is_null()).map_or_else(
+                || "<unset>".to_string(),
+                crate::registry::table::int_or_string,
+            );
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/storageClassName")),
+                json!(capacity),
+            ])
+        },
+    };
 }

@@ -27,7 +27,7 @@ impl Strategy for StorageClassStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "StorageClass")
+        Some(&printer::STORAGE_CLASS)
     }
 }
 
@@ -40,4 +40,44 @@ pub(crate) mod defaults {
         default_ptr(o, "reclaimPolicy", json!("Delete"));
         default_ptr(o, "volumeBindingMode", json!("Immediate"));
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const STORAGE_CLASS_DEF: &str = "io.k8s.api.storage.v1.StorageClass";
+
+    /// StorageClasses.
+    pub(crate) static STORAGE_CLASS: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Provisioner", field(STORAGE_CLASS_DEF, "provisioner")),
+            string("ReclaimPolicy", field(STORAGE_CLASS_DEF, "reclaimPolicy")),
+            string(
+                "VolumeBindingMode",
+                field(STORAGE_CLASS_DEF, "volumeBindingMode"),
+            ),
+            string(
+                "AllowVolumeExpansion",
+                field(STORAGE_CLASS_DEF, "allowVolumeExpansion"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let mut n = s(v, "/metadata/name").to_string();
+            if annotation_true(v, "storageclass.kubernetes.io/is-default-class")
+                || annotation_true(v, "storageclass.beta.kubernetes.io/is-default-class")
+            {
+                n.push_str(" (default)");
+            }
+            Row::of(vec![
+                json!(n),
+                json!(s(v, "/provisioner")),
+                json!(opt_s(v, "/reclaimPolicy").unwrap_or("Delete")),
+                json!(opt_s(v, "/volumeBindingMode").unwrap_or("Immediate")),
+                json!(flag(v, "/allowVolumeExpansion")),
+                age(v, now),
+            ])
+        },
+    };
 }

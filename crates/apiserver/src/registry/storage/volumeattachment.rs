@@ -25,6 +25,50 @@ impl Strategy for VolumeAttachmentStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "VolumeAttachment")
+        Some(&printer::VOLUME_ATTACHMENT)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// VolumeAttachments.
+    pub(crate) static VOLUME_ATTACHMENT: Printer = Printer {
+        columns: &[
+            NAME,
+            Column {
+                format: "name",
+                ..string(
+                    "Attacher",
+                    field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "attacher"),
+                )
+            },
+            string(
+                "PV",
+                field(
+                    "io.k8s.api.storage.v1.VolumeAttachmentSource",
+                    "persistentVolumeName",
+                ),
+            ),
+            string(
+                "Node",
+                field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "nodeName"),
+            ),
+            boolean(
+                "Attached",
+                field("io.k8s.api.storage.v1.VolumeAttachmentStatus", "attached"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                json!(s(v, "/spec/attacher")),
+                json!(s(v, "/spec/source/persistentVolumeName")),
+                json!(s(v, "/spec/nodeName")),
+                json!(flag(v, "/status/attached")),
+                age(v, now),
+            ])
+        },
+    };
 }

@@ -21,6 +21,32 @@ impl Strategy for VolumeAttributesClassStrategy {
     }
 
     fn printer(&self) -> Option<&'static Printer> {
-        crate::registry::table::legacy("storage.k8s.io", "VolumeAttributesClass")
+        Some(&printer::VOLUME_ATTRIBUTES_CLASS)
     }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    /// VolumeAttributesClasses.
+    pub(crate) static VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
+        columns: &[
+            NAME,
+            string(
+                "DriverName",
+                field("io.k8s.api.storage.v1.VolumeAttributesClass", "driverName"),
+            ),
+            AGE,
+        ],
+        print: |v, now| {
+            let mut n = s(v, "/metadata/name").to_string();
+            if annotation_true(
+                v,
+                "volumeattributesclass.alpha.kubernetes.io/is-default-class",
+            ) {
+                n.push_str(" (default)");
+            }
+            Row::of(vec![json!(n), json!(s(v, "/driverName")), age(v, now)])
+        },
+    };
 }

@@ -12,13 +12,18 @@
 //! printer serves every version of a kind (`events.k8s.io/v1` Events are printed from
 //! their core `v1` storage, as upstream prints the internal version).
 
-mod cluster;
-mod core;
-mod pod;
-mod storage;
-mod workloads;
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+
+/// What the kinds' printers use: column constructors, row helpers and the shared cells.
+pub(crate) mod prelude {
+    pub(crate) use super::*;
+    pub(crate) use apimachinery::duration::human_duration;
+    pub(crate) use apimachinery::time::{elapsed, parse_time, since};
+    pub(crate) use chrono::{DateTime, Utc};
+    pub(crate) use serde_json::{json, Value};
+}
 use serde_json::{json, Map, Value};
 
 /// Where a column's description comes from.
@@ -145,16 +150,6 @@ pub struct Printer {
     pub columns: &'static [Column],
     /// Cells of one object.
     pub print: fn(&Value, DateTime<Utc>) -> Row,
-}
-
-/// The printer of a kind as the central table knew it (being moved into the kinds'
-/// registry files); `None` for kinds printed with the default table.
-pub fn legacy(group: &str, kind: &str) -> Option<&'static Printer> {
-    pod::printer(group, kind)
-        .or_else(|| workloads::printer(group, kind))
-        .or_else(|| core::printer(group, kind))
-        .or_else(|| cluster::printer(group, kind))
-        .or_else(|| storage::printer(group, kind))
 }
 
 /// Columns of the default table (upstream `rest.NewDefaultTableConvertor`).
@@ -340,4 +335,140 @@ pub(crate) fn bool_word(b: bool) -> &'static str {
     } else {
         "False"
     }
+}
+
+// ----------------------------------------------------------------------------------
+// Cells several kinds share.
+
+pub(crate) const CONTAINERS: Column = wide(string(
+    "Containers",
+    text("Names of each container in the template."),
+));
+
+pub(crate) const IMAGES: Column = wide(string(
+    "Images",
+    text("Images referenced by each container in the template."),
+));
+
+pub(crate) fn template_spec(v: &Value) -> Option<&Value> {
+    v.pointer("/spec/template/spec")
+}
+
+/// Load-balancer ingress points: IPs, else hostnames, sorted and de-duplicated.
+pub(crate) fn load_balancer_ingress(v: &Value, ptr: &str) -> String {
+    let set: BTreeSet<&str> = arr(v, ptr)
+        .iter()
+        .filter_map(|i| {
+            let ip = i.get("ip").and_then(Value::as_str).unwrap_or("");
+            let host = i.get("hostname").and_then(Value::as_str).unwrap_or("");
+            [ip, host].into_iter().find(|s| !s.is_empty())
+        })
+        .collect();
+    set.into_iter().collect::<Vec<_>>().join(",")
+}
+
+/// Up to three entries joined with `,`, then `+ N more...`; `<unset>` when empty.
+pub(crate) fn list_with_more(items: Vec<String>) -> String {
+    const MAX: usize = 3;
+    let count = items.len();
+    let shown = items[..count.min(MAX)].join(",");
+    if count > MAX {
+        format!("{shown} + {} more...", count - MAX)
+    } else if shown.is_empty() {
+        "<unset>".into()
+    } else {
+        shown
+    }
+}
+
+pub(crate) fn binding_row(v: &Value, now: chrono::DateTime<chrono::Utc>) -> Row {
+    let mut users = Vec::new();
+    let mut groups = Vec::new();
+    let mut sas = Vec::new();
+    for subject in arr(v, "/subjects") {
+        let name = s(subject, "/name").to_string();
+        match s(subject, "/kind") {
+            "ServiceAccount" => sas.push(format!("{}/{name}", s(subject, "/namespace"))),
+            "User" => users.push(name),
+            "Group" => groups.push(name),
+            _ => {}
+        }
+    }
+    Row::of(vec![
+        name(v),
+        json!(format!(
+            "{}/{}",
+            s(v, "/roleRef/kind"),
+            s(v, "/roleRef/name")
+        )),
+        age(v, now),
+        json!(users.join(", ")),
+        json!(groups.join(", ")),
+        json!(sas.join(", ")),
+    ])
+}
+
+pub(crate) const fn binding_columns(kind: &'static str, who: [&'static str; 3]) -> [Column; 6] {
+    [
+        NAME,
+        string("Role", field(kind, "roleRef")),
+        AGE,
+        wide(string("Users", text(who[0]))),
+        wide(string("Groups", text(who[1]))),
+        wide(string("ServiceAccounts", text(who[2]))),
+    ]
+}
+
+/// `GetAccessModesAsString`: `RWO,ROX,RWX,RWOP` in that order, each once.
+pub(crate) fn access_modes(v: &Value, ptr: &str) -> String {
+    let modes: Vec<&str> = arr(v, ptr).iter().filter_map(Value::as_str).collect();
+    [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(m, _)| modes.contains(m))
+    .map(|(_, short)| *short)
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+pub(crate) const BETA_STORAGE_CLASS: &str =
+    "/metadata/annotations/volume.beta.kubernetes.io~1storage-class";
+
+pub(crate) fn storage_class(v: &Value) -> String {
+    opt_s(v, BETA_STORAGE_CLASS)
+        .or_else(|| opt_s(v, "/spec/storageClassName"))
+        .unwrap_or("")
+        .to_string()
+}
+
+pub(crate) fn phase_or_terminating(v: &Value) -> String {
+    if deleting(v) {
+        "Terminating".into()
+    } else {
+        s(v, "/status/phase").to_string()
+    }
+}
+
+/// A quantity as stored (canonical), `0` when absent (Go's zero `Quantity`).
+pub(crate) fn quantity(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr)
+        .map(crate::registry::table::int_or_string)
+        .filter(|q| !q.is_empty())
+        .unwrap_or_else(|| "0".into())
+}
+
+pub(crate) fn unset(v: &Value, ptr: &str) -> Value {
+    json!(opt_s(v, ptr).unwrap_or("<unset>"))
+}
+
+/// The value of annotation `key` is `true`.
+pub(crate) fn annotation_true(v: &Value, key: &str) -> bool {
+    v.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        == Some("true")
 }

@@ -2,3 +2,20 @@
 //! see it, compared with a real kube-apiserver's answers.
 
 mod defaults;
+mod printers_cluster;
+mod printers_core;
+mod printers_pod;
+mod printers_storage;
+mod printers_workloads;
+
+use crate::registry::catalog::Catalog;
+use crate::registry::table::Printer;
+
+/// The printer of a built-in kind, through its strategy.
+fn printer(group: &str, kind: &str) -> &'static Printer {
+    let version = if group == "autoscaling" { "v2" } else { "v1" };
+    Catalog::builtin()
+        .by_kind(group, version, kind)
+        .and_then(|d| d.strategy.printer())
+        .unwrap_or_else(|| panic!("no printer for {group} {kind}"))
+}
