@@ -47,7 +47,7 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
-        crate::registry::conversion::convert("HorizontalPodAutoscaler", from, to, obj)
+        super::conversion::convert(from, to, obj)
     }
 }
 

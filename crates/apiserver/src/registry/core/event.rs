@@ -43,7 +43,7 @@ impl Strategy for EventStrategy {
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
-        crate::registry::conversion::convert("Event", from, to, obj)
+        conversion::convert(from, to, obj)
     }
 }
 
@@ -268,4 +268,324 @@ pub(crate) mod printer {
         ],
         print: print_event,
     };
+}
+
+/// Conversion between core `v1` and `events.k8s.io/v1` Events.
+///
+/// Events are served as core `v1` and `events.k8s.io/v1` (core `v1` and `events.k8s.io/v1` (upstream
+/// `pkg/apis/events/v1/conversion.go` plus the generated conversions through the
+/// internal `core.Event`). The mapping is one to one: `involvedObject` ↔ `regarding`,
+/// `message` ↔ `note`, `source` ↔ `deprecatedSource`, `firstTimestamp` ↔
+/// `deprecatedFirstTimestamp`, `lastTimestamp` ↔ `deprecatedLastTimestamp`, `count` ↔
+/// `deprecatedCount`, `reportingComponent` ↔ `reportingController`; `reportingInstance`,
+/// `eventTime`, `series` (`count`, `lastObservedTime`), `action`, `reason`, `related`
+/// and `type` keep their names. Fields neither version declares have no counterpart in
+/// the internal type and are dropped, as upstream's typed decoding drops them.
+pub(crate) mod conversion {
+    use serde_json::{Map, Value};
+
+    use crate::registry::conversion::{header, object, omit_empty, omit_null, put};
+
+    const KIND: &str = "Event";
+    const CORE_V1: &str = "v1";
+    const EVENTS_V1: &str = "events.k8s.io/v1";
+
+    /// An Event converted between `v1` and `events.k8s.io/v1` (identity for the same
+    /// version).
+    pub(crate) fn convert(from: &str, to: &str, obj: Value) -> Result<Value, String> {
+        if from == to {
+            return Ok(obj);
+        }
+        let src = object(KIND, from, to, obj)?;
+        let out = match (from, to) {
+            (CORE_V1, EVENTS_V1) => event_core_to_events(KIND, to, src),
+            (EVENTS_V1, CORE_V1) => event_events_to_core(KIND, to, src),
+            _ => return Err(format!("no conversion for {KIND} from {from} to {to}")),
+        };
+        Ok(Value::Object(out))
+    }
+
+    /// `EventSeries` is `{count, lastObservedTime}` in both versions; other keys have no
+    /// counterpart. A series of another JSON type is left alone.
+    fn event_series(v: Option<Value>) -> Option<Value> {
+        match omit_null(v)? {
+            Value::Object(mut m) => {
+                let mut out = Map::new();
+                put(&mut out, "count", m.remove("count"));
+                put(&mut out, "lastObservedTime", m.remove("lastObservedTime"));
+                Some(Value::Object(out))
+            }
+            other => Some(other),
+        }
+    }
+
+    /// core `v1` → `events.k8s.io/v1` (upstream `Convert_core_Event_To_v1_Event` after the
+    /// generated `v1` → internal conversion).
+    fn event_core_to_events(
+        kind: &str,
+        to: &str,
+        mut src: Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut out = header(kind, to, src.remove("metadata"));
+        put(&mut out, "eventTime", src.remove("eventTime"));
+        put(&mut out, "series", event_series(src.remove("series")));
+        put(
+            &mut out,
+            "reportingController",
+            omit_empty(src.remove("reportingComponent")),
+        );
+        put(
+            &mut out,
+            "reportingInstance",
+            omit_empty(src.remove("reportingInstance")),
+        );
+        put(&mut out, "action", omit_empty(src.remove("action")));
+        put(&mut out, "reason", omit_empty(src.remove("reason")));
+        put(&mut out, "regarding", src.remove("involvedObject"));
+        put(&mut out, "related", omit_null(src.remove("related")));
+        put(&mut out, "note", omit_empty(src.remove("message")));
+        put(&mut out, "type", omit_empty(src.remove("type")));
+        put(&mut out, "deprecatedSource", src.remove("source"));
+        put(
+            &mut out,
+            "deprecatedFirstTimestamp",
+            src.remove("firstTimestamp"),
+        );
+        put(
+            &mut out,
+            "deprecatedLastTimestamp",
+            src.remove("lastTimestamp"),
+        );
+        put(&mut out, "deprecatedCount", omit_empty(src.remove("count")));
+        out
+    }
+
+    /// `events.k8s.io/v1` → core `v1` (upstream `Convert_v1_Event_To_core_Event` followed by
+    /// the generated internal → `v1` conversion).
+    fn event_events_to_core(
+        kind: &str,
+        to: &str,
+        mut src: Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut out = header(kind, to, src.remove("metadata"));
+        put(&mut out, "involvedObject", src.remove("regarding"));
+        put(&mut out, "reason", omit_empty(src.remove("reason")));
+        put(&mut out, "message", omit_empty(src.remove("note")));
+        put(&mut out, "source", src.remove("deprecatedSource"));
+        put(
+            &mut out,
+            "firstTimestamp",
+            src.remove("deprecatedFirstTimestamp"),
+        );
+        put(
+            &mut out,
+            "lastTimestamp",
+            src.remove("deprecatedLastTimestamp"),
+        );
+        put(&mut out, "count", omit_empty(src.remove("deprecatedCount")));
+        put(&mut out, "type", omit_empty(src.remove("type")));
+        put(&mut out, "eventTime", src.remove("eventTime"));
+        put(&mut out, "series", event_series(src.remove("series")));
+        put(&mut out, "action", omit_empty(src.remove("action")));
+        put(&mut out, "related", omit_null(src.remove("related")));
+        put(
+            &mut out,
+            "reportingComponent",
+            omit_null(src.remove("reportingController")),
+        );
+        put(
+            &mut out,
+            "reportingInstance",
+            omit_null(src.remove("reportingInstance")),
+        );
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::json;
+
+        fn conv(_kind: &str, from: &str, to: &str, obj: Value) -> Value {
+            convert(from, to, obj).expect("conversion")
+        }
+
+        fn keys(v: &Value) -> Vec<&str> {
+            v.as_object()
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default()
+        }
+
+        // Ported from pkg/apis/events/v1/conversion_test.go (Test_convert_v1_Event_To_core_Event).
+        #[test]
+        fn events_v1_event_to_core_event() {
+            let events = json!({
+                "kind": "Event", "apiVersion": "events.k8s.io/v1",
+                "metadata": {"name": "foo", "namespace": "default"},
+                "regarding": {"kind": "Pod", "namespace": "default", "name": "foo"},
+                "note": "convert v1 event to core event",
+                "deprecatedSource": {"component": "controller-manager", "host": "master1"}
+            });
+            let core = conv("Event", "events.k8s.io/v1", "v1", events);
+            assert_eq!(
+                core,
+                json!({
+                    "kind": "Event", "apiVersion": "v1",
+                    "metadata": {"name": "foo", "namespace": "default"},
+                    "involvedObject": {"kind": "Pod", "namespace": "default", "name": "foo"},
+                    "message": "convert v1 event to core event",
+                    "source": {"component": "controller-manager", "host": "master1"}
+                })
+            );
+        }
+
+        // Ported from pkg/apis/events/v1/conversion_test.go (Test_convert_core_Event_To_v1_Event).
+        #[test]
+        fn events_core_event_to_v1_event() {
+            let core = json!({
+                "kind": "Event", "apiVersion": "v1",
+                "metadata": {"name": "foo", "namespace": "default"},
+                "involvedObject": {"namespace": "default", "name": "foo", "kind": "Pod"},
+                "source": {"component": "controller-manager", "host": "master1"},
+                "message": "convert core event to v1 event"
+            });
+            let events = conv("Event", "v1", "events.k8s.io/v1", core);
+            assert_eq!(
+                events,
+                json!({
+                    "kind": "Event", "apiVersion": "events.k8s.io/v1",
+                    "metadata": {"name": "foo", "namespace": "default"},
+                    "regarding": {"namespace": "default", "name": "foo", "kind": "Pod"},
+                    "note": "convert core event to v1 event",
+                    "deprecatedSource": {"component": "controller-manager", "host": "master1"}
+                })
+            );
+        }
+
+        fn full_events_event() -> Value {
+            json!({
+                "kind": "Event", "apiVersion": "events.k8s.io/v1",
+                "metadata": {"name": "e1", "namespace": "ns", "resourceVersion": "7"},
+                "eventTime": "2024-01-02T03:04:05.000006Z",
+                "series": {"count": 3, "lastObservedTime": "2024-01-02T03:05:00.000000Z"},
+                "reportingController": "kubernetes.io/kubelet",
+                "reportingInstance": "kubelet-node1",
+                "action": "Pulling",
+                "reason": "Pulled",
+                "regarding": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u1", "fieldPath": "spec.containers{c}"},
+                "related": {"kind": "Node", "name": "node1"},
+                "note": "pulled image",
+                "type": "Normal",
+                "deprecatedSource": {"component": "kubelet", "host": "node1"},
+                "deprecatedFirstTimestamp": "2024-01-02T03:04:05Z",
+                "deprecatedLastTimestamp": "2024-01-02T03:05:00Z",
+                "deprecatedCount": 3
+            })
+        }
+
+        #[test]
+        fn events_all_fields_map_in_struct_order() {
+            let core = conv("Event", "events.k8s.io/v1", "v1", full_events_event());
+            assert_eq!(
+                keys(&core),
+                [
+                    "kind",
+                    "apiVersion",
+                    "metadata",
+                    "involvedObject",
+                    "reason",
+                    "message",
+                    "source",
+                    "firstTimestamp",
+                    "lastTimestamp",
+                    "count",
+                    "type",
+                    "eventTime",
+                    "series",
+                    "action",
+                    "related",
+                    "reportingComponent",
+                    "reportingInstance"
+                ]
+            );
+            assert_eq!(core["reportingComponent"], "kubernetes.io/kubelet");
+            assert_eq!(core["message"], "pulled image");
+            assert_eq!(core["count"], 3);
+            assert_eq!(core["firstTimestamp"], "2024-01-02T03:04:05Z");
+            assert_eq!(
+                core["series"],
+                json!({"count": 3, "lastObservedTime": "2024-01-02T03:05:00.000000Z"})
+            );
+            let back = conv("Event", "v1", "events.k8s.io/v1", core.clone());
+            assert_eq!(back, full_events_event());
+            assert_eq!(
+                keys(&back),
+                [
+                    "kind",
+                    "apiVersion",
+                    "metadata",
+                    "eventTime",
+                    "series",
+                    "reportingController",
+                    "reportingInstance",
+                    "action",
+                    "reason",
+                    "regarding",
+                    "related",
+                    "note",
+                    "type",
+                    "deprecatedSource",
+                    "deprecatedFirstTimestamp",
+                    "deprecatedLastTimestamp",
+                    "deprecatedCount"
+                ]
+            );
+            // And core -> events -> core is lossless too.
+            assert_eq!(conv("Event", "events.k8s.io/v1", "v1", back), core);
+        }
+
+        #[test]
+        fn events_fields_without_counterpart_and_empty_values() {
+            let core = json!({
+                "kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"},
+                "involvedObject": {"kind": "Pod", "name": "p"},
+                "reportingComponent": "", "reportingInstance": "", "count": 0, "related": null,
+                "series": {"count": 2, "lastObservedTime": "2024-01-01T00:00:00.000000Z", "state": "Ongoing"},
+                "bogus": true
+            });
+            let events = conv("Event", "v1", "events.k8s.io/v1", core);
+            assert_eq!(
+                events,
+                json!({
+                    "kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": {"name": "e"},
+                    "series": {"count": 2, "lastObservedTime": "2024-01-01T00:00:00.000000Z"},
+                    "regarding": {"kind": "Pod", "name": "p"}
+                })
+            );
+        }
+
+        #[test]
+        fn events_odd_types_are_carried() {
+            let events = json!({
+                "kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": "odd",
+                "note": 5, "regarding": "x", "series": [1], "deprecatedCount": "many"
+            });
+            let core = conv("Event", "events.k8s.io/v1", "v1", events);
+            assert_eq!(
+                core,
+                json!({
+                    "kind": "Event", "apiVersion": "v1", "metadata": "odd",
+                    "involvedObject": "x", "message": 5, "count": "many", "series": [1]
+                })
+            );
+        }
+
+        #[test]
+        fn identity_and_unsupported_pairs() {
+            let obj = json!({"kind": "Event", "apiVersion": "v1", "odd": 1});
+            assert_eq!(convert("v1", "v1", obj.clone()), Ok(obj.clone()));
+            assert!(convert("v1", "autoscaling/v2", obj).is_err());
+            assert!(convert("v1", "events.k8s.io/v1", json!([1])).is_err());
+        }
+    }
 }

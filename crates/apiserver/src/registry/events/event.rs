@@ -24,6 +24,6 @@ impl Strategy for EventStrategy {
     }
 
     fn convert(&self, obj: Value, from: &str, to: &str) -> Result<Value, String> {
-        crate::registry::conversion::convert("Event", from, to, obj)
+        crate::registry::core::event::conversion::convert(from, to, obj)
     }
 }

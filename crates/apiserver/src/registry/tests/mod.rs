@@ -7,6 +7,7 @@ mod printers_core;
 mod printers_pod;
 mod printers_storage;
 mod printers_workloads;
+mod validation;
 
 use crate::registry::catalog::Catalog;
 use crate::registry::table::Printer;
