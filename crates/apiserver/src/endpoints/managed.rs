@@ -128,7 +128,8 @@ pub fn record_update(
     new: &mut Value,
 ) {
     let root = schema_root(def);
-    let resolve = |name: &str| -> Option<&Value> { crate::machinery::schema::definition(name) };
+    let resolve =
+        |name: &str| -> Option<&Value> { crate::registry::catalog::definitions().get(name) };
     let cache = AtomCache::default();
     let mut schema = Schema::new(&root, &resolve).with_cache(&cache);
     if def.custom.is_none() {
@@ -170,7 +171,8 @@ pub fn apply(
     force: bool,
 ) -> ApiResult<Value> {
     let root = schema_root(def);
-    let resolve = |name: &str| -> Option<&Value> { crate::machinery::schema::definition(name) };
+    let resolve =
+        |name: &str| -> Option<&Value> { crate::registry::catalog::definitions().get(name) };
     let cache = AtomCache::default();
     let mut schema = Schema::new(&root, &resolve).with_cache(&cache);
     if def.custom.is_none() {

@@ -417,7 +417,12 @@ impl PatchBody {
                 json_patch::merge(&mut doc, p);
                 Ok(doc)
             }
-            PatchBody::Strategic(p) => crate::machinery::patch::strategic(original, p, definition),
+            PatchBody::Strategic(p) => crate::machinery::patch::strategic(
+                crate::registry::catalog::definitions(),
+                original,
+                p,
+                definition,
+            ),
             PatchBody::Apply(_) => Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",

@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 
-use crate::machinery::schema::{definitions, REF_PREFIX};
+use crate::machinery::schema::REF_PREFIX;
+use crate::registry::catalog::definitions;
 use crate::registry::catalog::{Catalog, ResourceDef, Subresource};
 
 /// One served document with its hash.
@@ -492,7 +493,7 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
         }
     }
     // components: everything reachable from the roots
-    let defs = definitions();
+    let defs = definitions().all();
     let mut components = Map::new();
     let mut todo: Vec<String> = roots.into_iter().collect();
     while let Some(name) = todo.pop() {

@@ -59,7 +59,7 @@ pub(super) fn normalise(
     // unknown fields are always dropped; Ignore only stops reporting them
     let unknown = match def.custom {
         Some(custom) => prune_custom(custom, &mut obj),
-        None => crate::machinery::schema::prune_unknown(&def.definition(), &mut obj),
+        None => crate::registry::catalog::definitions().prune_unknown(&def.definition(), &mut obj),
     };
     let mut problems: Vec<String> = Vec::new();
     if opts.field_validation != FieldValidation::Ignore {
@@ -79,9 +79,7 @@ pub(super) fn normalise(
             problems.join(", ")
         )));
     }
-    if let Some(Err(e)) =
-        crate::machinery::schema::typed_check(def.group, def.version, def.kind, &obj)
-    {
+    if let Some(Err(e)) = def.typed.map(|t| (t.decodes)(&obj)) {
         return Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
             def.kind, def.version, def.kind
@@ -99,7 +97,8 @@ fn prune_custom(custom: &crate::registry::catalog::CustomVersion, obj: &mut Valu
     let mut unknown = Vec::new();
     if let Some(meta) = obj.get_mut("metadata") {
         unknown.extend(
-            crate::machinery::schema::prune_unknown(crate::registry::table::OBJECT_META, meta)
+            crate::registry::catalog::definitions()
+                .prune_unknown(crate::registry::table::OBJECT_META, meta)
                 .into_iter()
                 .map(|p| format!("metadata.{p}")),
         );

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use crate::machinery::schema::{self, Definitions, Register};
 use crate::registry::table::Printer;
 use crate::storage::store::View;
 use apimachinery::field::Cause;
@@ -242,6 +243,18 @@ pub struct ResourceDef {
     pub custom: Option<&'static CustomVersion>,
     /// What the kind does differently from the generic store.
     pub strategy: &'static dyn Strategy,
+    /// A built-in kind's Rust type: its schema and typed decode. `None` for custom
+    /// resources (their CRD's schema describes them).
+    pub typed: Option<Typed>,
+}
+
+/// What the Rust type of a built-in kind gives the server.
+#[derive(Clone, Copy)]
+pub struct Typed {
+    /// Registers the kind's schema ([`crate::machinery::schema`]).
+    pub register: Register,
+    /// Whether a value decodes as the type (wrong field types are 400s).
+    pub decodes: fn(&Value) -> Result<(), String>,
 }
 
 impl std::fmt::Debug for ResourceDef {
@@ -301,8 +314,9 @@ impl Kind {
 
 /// The catalogue entry of the built-in kind `T` (names and scope from the type) as its
 /// registry file declares it.
-pub fn builtin<T: k8s_openapi::Resource>(kind: &'static Kind) -> ResourceDef
+pub fn builtin<T>(kind: &'static Kind) -> ResourceDef
 where
+    T: k8s_openapi::Resource + schemars::JsonSchema + serde::de::DeserializeOwned,
     T::Scope: 'static,
 {
     let namespaced = std::any::TypeId::of::<T::Scope>()
@@ -322,7 +336,40 @@ where
         storage_of: kind.storage_of,
         custom: None,
         strategy: kind.strategy,
+        typed: Some(Typed {
+            register: schema::register::<T>,
+            decodes: schema::decodes_as::<T>,
+        }),
     }
+}
+
+/// The schemas of every built-in kind and of the other API types requests and answers
+/// carry (Binding, Scale, Eviction, Status, DeleteOptions, discovery documents), generated
+/// at first use.
+pub fn definitions() -> &'static Definitions {
+    use k8s_openapi::api::{autoscaling, core, policy};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+    static DEFS: OnceLock<Definitions> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        let kinds = Catalog::builtin()
+            .resources()
+            .iter()
+            .filter_map(|r| r.typed.map(|t| t.register));
+        let others: [Register; 11] = [
+            schema::register::<core::v1::Binding>,
+            schema::register::<autoscaling::v1::Scale>,
+            schema::register::<policy::v1::Eviction>,
+            schema::register::<meta::Status>,
+            schema::register::<meta::DeleteOptions>,
+            schema::register::<meta::WatchEvent<Value>>,
+            schema::register::<meta::APIResourceList>,
+            schema::register::<meta::APIGroupList>,
+            schema::register::<meta::APIGroup>,
+            schema::register::<meta::APIVersions>,
+            schema::register::<meta::ListMeta>,
+        ];
+        Definitions::generate(kinds.chain(others))
+    })
 }
 
 /// The singular name of a built-in kind: its kind in lower case (built once per kind,
@@ -679,15 +726,17 @@ mod tests {
 
     #[test]
     fn every_kind_has_a_schema() {
-        use crate::machinery::schema::definition;
+        let defs = definitions();
         for r in Catalog::builtin().resources() {
             assert!(
-                definition(&r.definition()).is_some(),
+                defs.get(&r.definition()).is_some(),
                 "no schema for {}",
                 r.definition()
             );
         }
-        assert!(definition("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").is_some());
+        assert!(defs
+            .get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+            .is_some());
     }
 
     #[test]

@@ -132,7 +132,7 @@ impl Tabulator {
                         "name": c.name,
                         "type": c.ty,
                         "format": c.format,
-                        "description": c.desc.text(),
+                        "description": c.desc.text(crate::registry::catalog::definitions()),
                         "priority": c.priority,
                     })
                 })

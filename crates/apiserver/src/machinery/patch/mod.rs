@@ -10,14 +10,15 @@ use serde_json::Value;
 use crate::machinery::patch::strategic::{
     apply_strategic_merge_patch, FieldPatchInfo, PatchSchema,
 };
+use crate::machinery::schema::{ref_name, Definitions};
 use apimachinery::status::{ApiError, ApiResult};
 
 const MAP_PREFIX: &str = "map:";
 
-/// Schema lookups for built-in kinds.
-pub struct BuiltinPatchSchema;
+/// Schema lookups in generated definitions (built-in kinds).
+pub struct BuiltinPatchSchema<'a>(pub &'a Definitions);
 
-impl PatchSchema for BuiltinPatchSchema {
+impl PatchSchema for BuiltinPatchSchema<'_> {
     fn field(&self, ty: &str, field: &str) -> Option<FieldPatchInfo> {
         if let Some(value_type) = ty.strip_prefix(MAP_PREFIX) {
             return Some(FieldPatchInfo {
@@ -26,8 +27,8 @@ impl PatchSchema for BuiltinPatchSchema {
             });
         }
         let meta = crate::machinery::schema::patch_meta::field_meta(ty, field);
-        let elem = crate::machinery::schema::field_elem_type(ty, field).map(|(name, prop)| {
-            let is_map = crate::machinery::schema::ref_name(prop).is_none()
+        let elem = self.0.field_elem_type(ty, field).map(|(name, prop)| {
+            let is_map = ref_name(prop).is_none()
                 && prop.get("items").is_none()
                 && prop.get("additionalProperties").is_some();
             if is_map {
@@ -52,15 +53,36 @@ impl PatchSchema for BuiltinPatchSchema {
     }
 }
 
-/// Apply a strategic merge patch to an object of definition `definition`.
-pub fn strategic(original: &Value, patch: &Value, definition: &str) -> ApiResult<Value> {
-    apply_strategic_merge_patch(original, patch, &BuiltinPatchSchema, definition)
+/// Apply a strategic merge patch to an object of definition `definition` in `defs`.
+pub fn strategic(
+    defs: &Definitions,
+    original: &Value,
+    patch: &Value,
+    definition: &str,
+) -> ApiResult<Value> {
+    apply_strategic_merge_patch(original, patch, &BuiltinPatchSchema(defs), definition)
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::schema::{register, Register};
+    use k8s_openapi::api::{apps, core};
+    use std::sync::OnceLock;
+
+    fn strategic(original: &Value, patch: &Value, definition: &str) -> ApiResult<Value> {
+        static D: OnceLock<Definitions> = OnceLock::new();
+        let defs = D.get_or_init(|| {
+            Definitions::generate([
+                register::<apps::v1::Deployment> as Register,
+                register::<core::v1::Pod>,
+                register::<core::v1::Service>,
+                register::<core::v1::ConfigMap>,
+            ])
+        });
+        super::strategic(defs, original, patch, definition)
+    }
     use serde_json::json;
 
     #[test]

@@ -1,106 +1,46 @@
-//! Schemas of the built-in kinds, generated from k8s-openapi's types.
+//! OpenAPI v3 component schemas of Rust API types (k8s-openapi's), with what
+//! kube-apiserver adds to them: patch strategies and merge keys, list and map types,
+//! atomic structs.
 //!
-//! One generator run at first use turns every catalogue kind (and the meta types the
-//! API uses) into OpenAPI v3 component schemas. The same definitions serve three jobs:
-//! the `/openapi/v3` documents, pruning and reporting of unknown fields
-//! (`fieldValidation`), and the type knowledge strategic merge patch needs.
+//! [`Definitions::generate`] turns the types a caller registers into schemas; the
+//! registry registers every kind of its catalogue once (`registry::catalog::definitions`).
+//! The same definitions serve three jobs: the `/openapi/v3` documents, pruning and
+//! reporting of unknown fields (`fieldValidation`), and the type knowledge strategic merge
+//! patch needs.
 
 pub mod patch_meta;
 
-use std::sync::OnceLock;
-
-use serde::Deserialize;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-
-macro_rules! kinds {
-    ($( ($g:literal, $v:literal, $k:literal) => $t:ty ),* $(,)?) => {
-        fn add_all(generator: &mut schemars::SchemaGenerator) {
-            $( generator.subschema_for::<$t>(); )*
-        }
-
-        /// Decode `value` as the typed kind to catch wrong field types; `None` when the
-        /// kind is unknown.
-        pub fn typed_check(group: &str, version: &str, kind: &str, value: &Value) -> Option<Result<(), String>> {
-            match (group, version, kind) {
-                $( ($g, $v, $k) => Some(<$t>::deserialize(value).map(|_| ()).map_err(|e| e.to_string())), )*
-                _ => None,
-            }
-        }
-    };
-}
-
-use k8s_openapi::api as a;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-
-kinds! {
-    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    ("", "v1", "ConfigMap") => a::core::v1::ConfigMap,
-    ("", "v1", "Endpoints") => a::core::v1::Endpoints,
-    ("", "v1", "Event") => a::core::v1::Event,
-    ("", "v1", "LimitRange") => a::core::v1::LimitRange,
-    ("", "v1", "Namespace") => a::core::v1::Namespace,
-    ("", "v1", "Node") => a::core::v1::Node,
-    ("", "v1", "PersistentVolumeClaim") => a::core::v1::PersistentVolumeClaim,
-    ("", "v1", "PersistentVolume") => a::core::v1::PersistentVolume,
-    ("", "v1", "Pod") => a::core::v1::Pod,
-    ("", "v1", "PodTemplate") => a::core::v1::PodTemplate,
-    ("", "v1", "ReplicationController") => a::core::v1::ReplicationController,
-    ("", "v1", "ResourceQuota") => a::core::v1::ResourceQuota,
-    ("", "v1", "Secret") => a::core::v1::Secret,
-    ("", "v1", "ServiceAccount") => a::core::v1::ServiceAccount,
-    ("", "v1", "Service") => a::core::v1::Service,
-    ("", "v1", "Binding") => a::core::v1::Binding,
-    ("apps", "v1", "ControllerRevision") => a::apps::v1::ControllerRevision,
-    ("apps", "v1", "DaemonSet") => a::apps::v1::DaemonSet,
-    ("apps", "v1", "Deployment") => a::apps::v1::Deployment,
-    ("apps", "v1", "ReplicaSet") => a::apps::v1::ReplicaSet,
-    ("apps", "v1", "StatefulSet") => a::apps::v1::StatefulSet,
-    ("autoscaling", "v1", "HorizontalPodAutoscaler") => a::autoscaling::v1::HorizontalPodAutoscaler,
-    ("autoscaling", "v1", "Scale") => a::autoscaling::v1::Scale,
-    ("autoscaling", "v2", "HorizontalPodAutoscaler") => a::autoscaling::v2::HorizontalPodAutoscaler,
-    ("batch", "v1", "CronJob") => a::batch::v1::CronJob,
-    ("batch", "v1", "Job") => a::batch::v1::Job,
-    ("certificates.k8s.io", "v1", "CertificateSigningRequest") => a::certificates::v1::CertificateSigningRequest,
-    ("coordination.k8s.io", "v1", "Lease") => a::coordination::v1::Lease,
-    ("discovery.k8s.io", "v1", "EndpointSlice") => a::discovery::v1::EndpointSlice,
-    ("events.k8s.io", "v1", "Event") => a::events::v1::Event,
-    ("networking.k8s.io", "v1", "IngressClass") => a::networking::v1::IngressClass,
-    ("networking.k8s.io", "v1", "Ingress") => a::networking::v1::Ingress,
-    ("networking.k8s.io", "v1", "IPAddress") => a::networking::v1::IPAddress,
-    ("networking.k8s.io", "v1", "NetworkPolicy") => a::networking::v1::NetworkPolicy,
-    ("networking.k8s.io", "v1", "ServiceCIDR") => a::networking::v1::ServiceCIDR,
-    ("policy", "v1", "PodDisruptionBudget") => a::policy::v1::PodDisruptionBudget,
-    ("policy", "v1", "Eviction") => a::policy::v1::Eviction,
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => a::rbac::v1::ClusterRoleBinding,
-    ("rbac.authorization.k8s.io", "v1", "ClusterRole") => a::rbac::v1::ClusterRole,
-    ("rbac.authorization.k8s.io", "v1", "RoleBinding") => a::rbac::v1::RoleBinding,
-    ("rbac.authorization.k8s.io", "v1", "Role") => a::rbac::v1::Role,
-    ("scheduling.k8s.io", "v1", "PriorityClass") => a::scheduling::v1::PriorityClass,
-    ("storage.k8s.io", "v1", "CSIDriver") => a::storage::v1::CSIDriver,
-    ("storage.k8s.io", "v1", "CSINode") => a::storage::v1::CSINode,
-    ("storage.k8s.io", "v1", "CSIStorageCapacity") => a::storage::v1::CSIStorageCapacity,
-    ("storage.k8s.io", "v1", "StorageClass") => a::storage::v1::StorageClass,
-    ("storage.k8s.io", "v1", "VolumeAttachment") => a::storage::v1::VolumeAttachment,
-    ("storage.k8s.io", "v1", "VolumeAttributesClass") => a::storage::v1::VolumeAttributesClass,
-    ("meta.k8s.io", "v1", "Status") => meta::Status,
-    ("meta.k8s.io", "v1", "DeleteOptions") => meta::DeleteOptions,
-    ("meta.k8s.io", "v1", "WatchEvent") => meta::WatchEvent<serde_json::Value>,
-    ("meta.k8s.io", "v1", "APIResourceList") => meta::APIResourceList,
-    ("meta.k8s.io", "v1", "APIGroupList") => meta::APIGroupList,
-    ("meta.k8s.io", "v1", "APIGroup") => meta::APIGroup,
-    ("meta.k8s.io", "v1", "APIVersions") => meta::APIVersions,
-    ("meta.k8s.io", "v1", "ListMeta") => meta::ListMeta,
-}
 
 /// Prefix of component references.
 pub const REF_PREFIX: &str = "#/components/schemas/";
 
-/// The generated definitions, keyed by definition name (`io.k8s.api.apps.v1.Deployment`).
-pub fn definitions() -> &'static Map<String, Value> {
-    static DEFS: OnceLock<Map<String, Value>> = OnceLock::new();
-    DEFS.get_or_init(|| {
+/// Registers a type's schema (and those it refers to) with a generator.
+pub type Register = fn(&mut SchemaGenerator);
+
+/// [`Register`] of type `T`.
+pub fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    generator.subschema_for::<T>();
+}
+
+/// Whether `value` decodes as type `T` (what a typed decode of a request body checks:
+/// wrong field types are 400s), with serde's message otherwise.
+pub fn decodes_as<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
+    T::deserialize(value).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Generated definitions, keyed by definition name (`io.k8s.api.apps.v1.Deployment`).
+pub struct Definitions(Map<String, Value>);
+
+impl Definitions {
+    /// The definitions of the types `types` register (and of every type they refer to).
+    pub fn generate(types: impl IntoIterator<Item = Register>) -> Definitions {
         let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
-        add_all(&mut generator);
+        for register in types {
+            register(&mut generator);
+        }
         let mut defs = generator.take_definitions(true);
         for (_, schema) in defs.iter_mut() {
             normalise_refs(schema);
@@ -115,10 +55,122 @@ pub fn definitions() -> &'static Map<String, Value> {
                 );
             }
         }
-        defs
-    })
-}
+        Definitions(defs)
+    }
 
+    /// Every definition.
+    pub fn all(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    /// The definition named `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    /// Follow a property schema to the object schema it describes, if any.
+    fn resolve(&self, schema: &Value) -> Option<&Value> {
+        ref_name(schema).and_then(|n| self.get(n))
+    }
+
+    /// Remove fields the schema of `definition_name` does not know from `value`; return
+    /// their paths (`spec.foo`, `spec.containers[0].bar`) in document order. Times are
+    /// written as the Go types print them ([`apimachinery::time::normalize_time`]).
+    pub fn prune_unknown(&self, definition_name: &str, value: &mut Value) -> Vec<String> {
+        let mut unknown = Vec::new();
+        if let Some(def) = self.get(definition_name) {
+            self.prune_with(def, value, String::new(), &mut unknown);
+        }
+        unknown
+    }
+
+    /// The element definition of field `field` of definition `ty`: the referenced object
+    /// type of the field itself, of its array items or of its map values.
+    pub fn field_elem_type(&self, ty: &str, field: &str) -> Option<(&str, &Value)> {
+        let prop = self.get(ty)?.get("properties")?.get(field)?;
+        let target = if let Some(n) = ref_name(prop) {
+            Some(n)
+        } else if let Some(items) = prop.get("items") {
+            ref_name(items)
+        } else if let Some(ap) = prop.get("additionalProperties") {
+            ref_name(ap)
+        } else {
+            None
+        };
+        let name = target?;
+        let (k, _) = self.0.get_key_value(name)?;
+        Some((k.as_str(), prop))
+    }
+
+    fn prune_with(
+        &self,
+        schema: &Value,
+        value: &mut Value,
+        path: String,
+        unknown: &mut Vec<String>,
+    ) {
+        if let Value::String(s) = value {
+            match ref_name(schema) {
+                Some(TIME) => apimachinery::time::normalize_time(s, false),
+                Some(MICRO_TIME) => apimachinery::time::normalize_time(s, true),
+                _ => {}
+            }
+            return;
+        }
+        let schema = self.resolve(schema).unwrap_or(schema);
+        if schema
+            .get("x-kubernetes-preserve-unknown-fields")
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            return;
+        }
+        match value {
+            Value::Object(obj) => {
+                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                    let keys: Vec<String> = obj.keys().cloned().collect();
+                    for k in keys {
+                        let child_path = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        match props.get(&k) {
+                            Some(child_schema) => {
+                                if let Some(child) = obj.get_mut(&k) {
+                                    self.prune_with(child_schema, child, child_path, unknown);
+                                }
+                            }
+                            None => {
+                                obj.remove(&k);
+                                unknown.push(child_path);
+                            }
+                        }
+                    }
+                } else if let Some(ap) =
+                    schema.get("additionalProperties").filter(|a| a.is_object())
+                {
+                    for (k, child) in obj.iter_mut() {
+                        let child_path = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        self.prune_with(ap, child, child_path, unknown);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        self.prune_with(item_schema, item, format!("{path}[{i}]"), unknown);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
 /// Types declared `+structType=atomic` upstream (`x-kubernetes-map-type: atomic` on the
 /// definition in kube-apiserver's OpenAPI): server-side apply owns them as a whole.
 const ATOMIC_STRUCTS: &[&str] = &[
@@ -241,113 +293,31 @@ pub fn ref_name(schema: &Value) -> Option<&str> {
         .strip_prefix(REF_PREFIX)
 }
 
-/// The definition named `name`.
-pub fn definition(name: &str) -> Option<&'static Value> {
-    definitions().get(name)
-}
-
-/// Follow a property schema to the object schema it describes, if any.
-fn resolve(schema: &Value) -> Option<&'static Value> {
-    ref_name(schema).and_then(definition)
-}
-
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
-
-/// Remove fields the schema of `definition_name` does not know from `value`; return their
-/// paths (`spec.foo`, `spec.containers[0].bar`) in document order. Times are written as
-/// the Go types print them ([`apimachinery::time::normalize_time`]).
-pub fn prune_unknown(definition_name: &str, value: &mut Value) -> Vec<String> {
-    let mut unknown = Vec::new();
-    if let Some(def) = definition(definition_name) {
-        prune_with(def, value, String::new(), &mut unknown);
-    }
-    unknown
-}
-
-fn prune_with(schema: &Value, value: &mut Value, path: String, unknown: &mut Vec<String>) {
-    if let Value::String(s) = value {
-        match ref_name(schema) {
-            Some(TIME) => apimachinery::time::normalize_time(s, false),
-            Some(MICRO_TIME) => apimachinery::time::normalize_time(s, true),
-            _ => {}
-        }
-        return;
-    }
-    let schema = resolve(schema).unwrap_or(schema);
-    if schema
-        .get("x-kubernetes-preserve-unknown-fields")
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
-        return;
-    }
-    match value {
-        Value::Object(obj) => {
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                let keys: Vec<String> = obj.keys().cloned().collect();
-                for k in keys {
-                    let child_path = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    match props.get(&k) {
-                        Some(child_schema) => {
-                            if let Some(child) = obj.get_mut(&k) {
-                                prune_with(child_schema, child, child_path, unknown);
-                            }
-                        }
-                        None => {
-                            obj.remove(&k);
-                            unknown.push(child_path);
-                        }
-                    }
-                }
-            } else if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-                for (k, child) in obj.iter_mut() {
-                    let child_path = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    prune_with(ap, child, child_path, unknown);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, item) in items.iter_mut().enumerate() {
-                    prune_with(item_schema, item, format!("{path}[{i}]"), unknown);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The element definition of field `field` of definition `ty`: the referenced object
-/// type of the field itself, of its array items or of its map values.
-pub fn field_elem_type(ty: &str, field: &str) -> Option<(&'static str, &'static Value)> {
-    let prop = definition(ty)?.get("properties")?.get(field)?;
-    let target = if let Some(n) = ref_name(prop) {
-        Some(n)
-    } else if let Some(items) = prop.get("items") {
-        ref_name(items)
-    } else if let Some(ap) = prop.get("additionalProperties") {
-        ref_name(ap)
-    } else {
-        None
-    };
-    let name = target?;
-    let (k, _) = definitions().get_key_value(name)?;
-    Some((k.as_str(), prop))
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::{apps, coordination, core};
     use serde_json::json;
+    use std::sync::OnceLock;
+
+    fn defs() -> &'static Definitions {
+        static D: OnceLock<Definitions> = OnceLock::new();
+        D.get_or_init(|| {
+            Definitions::generate([
+                register::<coordination::v1::Lease> as Register,
+                register::<core::v1::Pod>,
+                register::<core::v1::ConfigMap>,
+                register::<apps::v1::Deployment>,
+            ])
+        })
+    }
+
+    fn prune_unknown(name: &str, v: &mut Value) -> Vec<String> {
+        defs().prune_unknown(name, v)
+    }
 
     #[test]
     fn times_are_stored_as_go_prints_them() {
@@ -396,21 +366,20 @@ mod tests {
     #[test]
     fn typed_check_catches_wrong_types() {
         let bad = json!({"spec": {"replicas": "three", "selector": {}, "template": {}}});
-        assert!(typed_check("apps", "v1", "Deployment", &bad)
-            .expect("known")
-            .is_err());
+        assert!(decodes_as::<apps::v1::Deployment>(&bad).is_err());
         let good = json!({"metadata": {"name": "x"}, "spec": {"replicas": 3, "selector": {}, "template": {}}});
-        assert!(typed_check("apps", "v1", "Deployment", &good)
-            .expect("known")
-            .is_ok());
+        assert!(decodes_as::<apps::v1::Deployment>(&good).is_ok());
     }
 
     #[test]
     fn elem_types() {
-        let (t, _) =
-            field_elem_type("io.k8s.api.core.v1.PodSpec", "containers").expect("containers");
+        let (t, _) = defs()
+            .field_elem_type("io.k8s.api.core.v1.PodSpec", "containers")
+            .expect("containers");
         assert_eq!(t, "io.k8s.api.core.v1.Container");
-        let (t, _) = field_elem_type("io.k8s.api.apps.v1.Deployment", "spec").expect("spec");
+        let (t, _) = defs()
+            .field_elem_type("io.k8s.api.apps.v1.Deployment", "spec")
+            .expect("spec");
         assert_eq!(t, "io.k8s.api.apps.v1.DeploymentSpec");
     }
 }

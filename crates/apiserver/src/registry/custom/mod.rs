@@ -223,6 +223,7 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
             storage_of: (!is_storage).then_some((group, storage_version)),
             custom: Some(custom),
             strategy: &CUSTOM,
+            typed: None,
         }));
         customs.push(custom);
         out.push((def, served));
@@ -501,7 +502,7 @@ impl Registry {
 pub fn table_columns(custom: &CustomVersion) -> Value {
     let mut cols = vec![json!({
         "name": NAME.name, "type": NAME.ty, "format": NAME.format,
-        "description": NAME.desc.text(), "priority": 0,
+        "description": NAME.desc.text(crate::registry::catalog::definitions()), "priority": 0,
     })];
     cols.extend(custom.columns.iter().map(|c| {
         json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})

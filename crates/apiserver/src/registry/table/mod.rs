@@ -14,6 +14,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::machinery::schema::Definitions;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 
 /// What the kinds' printers use: column constructors, row helpers and the shared cells.
@@ -37,11 +39,13 @@ pub enum Desc {
 }
 
 impl Desc {
-    /// The description text; empty when the schema does not describe the property.
-    pub fn text(self) -> String {
+    /// The description text (property descriptions from `defs`); empty when the
+    /// schema does not describe the property.
+    pub fn text(self, defs: &Definitions) -> String {
         match self {
             Desc::Text(t) => t.to_string(),
-            Desc::Field(def, prop) => crate::machinery::schema::definition(def)
+            Desc::Field(def, prop) => defs
+                .get(def)
                 .and_then(|d| d.get("properties"))
                 .and_then(|p| p.get(prop))
                 .and_then(|p| p.get("description"))
