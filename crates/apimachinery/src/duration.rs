@@ -188,7 +188,7 @@ fn frac(v: u64, prec: u32) -> (u64, String) {
     (v / p, format!(".{}", digits.trim_end_matches('0')))
 }
 
-/// [`format`] of a `std::time::Duration` (saturating at Go's largest duration).
+/// [`format()`] of a `std::time::Duration` (saturating at Go's largest duration).
 pub fn format_std(d: std::time::Duration) -> String {
     format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

@@ -1,5 +1,7 @@
 //! The `coxswain` binary: `up`, `apiserver`, `controller-manager` and `sim` sub-commands.
 
+#![forbid(unsafe_code)]
+
 mod controller_manager;
 
 use std::net::SocketAddr;

@@ -8,6 +8,10 @@
 //! Run: `cargo bench --bench gc` (`BENCH_OWNERS`, `BENCH_DEPENDENTS` change the 1,000
 //! and 100).
 
+// The counting allocator below wraps the global one: the one unsafe code in the
+// workspace, and only in this benchmark.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};

@@ -11,6 +11,7 @@
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
 //! housekeeping controllers.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod clusterroleaggregation;

@@ -7,6 +7,7 @@
 //! server in-process for tests. Label selectors, field errors, quantities and Go durations
 //! come from [`apimachinery`], re-exported here.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod builder;

@@ -69,6 +69,7 @@
 //! The runnables need leader election (the manager's default for controllers): with
 //! several replicas only the leader simulates.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod behaviour;

@@ -103,7 +103,13 @@ impl Reply {
 
     /// Add `Warning: 299 - "msg"` headers.
     pub fn with_warnings(mut self, w: Vec<String>) -> Reply {
-        self.warnings = w;
+        self.warnings.extend(w);
+        self
+    }
+
+    /// Put a warning before the others (one that applies to the whole request).
+    fn warned_first(mut self, w: String) -> Reply {
+        self.warnings.insert(0, w);
         self
     }
 
@@ -212,11 +218,19 @@ impl Api {
         } else {
             self.hook_for(&target.resource.storage_key())
         };
+        // a deprecated version of a custom resource warns on every request
+        let deprecation = target
+            .resource
+            .custom
+            .and_then(|c| c.deprecation_warning.clone());
         let reply = self.serve_inner(method, target, query, headers, body).await;
         if let (Some(hook), true) = (hook, reply.is_ok()) {
             hook.after_write(self).await;
         }
-        reply
+        match deprecation {
+            Some(w) => reply.map(|r| r.warned_first(w)),
+            None => reply,
+        }
     }
 
     async fn serve_inner(

@@ -418,8 +418,6 @@ pub enum Conversion {
 /// What a CRD says about one version of its resource.
 #[derive(Debug)]
 pub struct CustomVersion {
-    /// The CRD's name (`crontabs.stable.example.com`).
-    pub crd_name: String,
     /// `openAPIV3Schema`, when given.
     pub schema: Option<Value>,
     /// Printer columns (upstream's defaults when the CRD gives none).
@@ -475,15 +473,6 @@ impl ResourceDef {
         }
     }
 
-    /// `Kind` or `Kind.group`: used in Invalid messages (`Deployment.apps "x" is invalid`).
-    pub fn qualified_kind(&self) -> String {
-        if self.group.is_empty() {
-            self.kind.to_string()
-        } else {
-            format!("{}.{}", self.kind, self.group)
-        }
-    }
-
     /// The OpenAPI definition name of the kind (`io.k8s.api.apps.v1.Deployment`; for
     /// custom resources the reversed group: `com.example.stable.v1.CronTab`).
     pub fn definition(&self) -> String {
@@ -517,11 +506,6 @@ impl ResourceDef {
     /// Whether the kind has a `/status` subresource.
     pub fn has_status(&self) -> bool {
         self.subresources.contains(&Subresource::Status)
-    }
-
-    /// Whether the kind has the given subresource.
-    pub fn has_subresource(&self, sub: Subresource) -> bool {
-        self.subresources.contains(&sub)
     }
 
     /// The key under which objects of this resource are stored.
@@ -634,6 +618,7 @@ impl Catalog {
     }
 
     /// The resource for a kind in a group/version.
+    #[cfg(test)]
     pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&'static ResourceDef> {
         self.resources
             .iter()

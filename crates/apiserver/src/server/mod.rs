@@ -1,7 +1,7 @@
 //! Starting the server: storage, TLS, kubeconfig, bootstrap objects and the accept loop.
 
-pub mod crd_controller;
-pub mod tls;
+mod crd_controller;
+mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -139,16 +139,7 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The watch event type string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
+impl EventType {}
 
 /// One change to one object.
 #[derive(Debug)]

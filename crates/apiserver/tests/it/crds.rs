@@ -576,3 +576,47 @@ async fn tightened_schemas_ratchet_unchanged_values() {
     );
     running.shutdown.cancel();
 }
+
+/// Every request to a deprecated version of a custom resource carries a `Warning`
+/// header: the CRD's `deprecationWarning`, or upstream's default text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deprecated_versions_warn() {
+    let (_running, client, _dir) = common::start_with_client().await;
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][1]["deprecated"] = json!(true);
+    create_crd(&client, crd).await;
+    let warnings = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let req = http::Request::builder()
+                .method("GET")
+                .uri(path)
+                .body(Vec::new())
+                .expect("request");
+            let resp = client.send(req.map(Into::into)).await.expect("send");
+            assert_eq!(resp.status().as_u16(), 200, "{path}");
+            resp.headers()
+                .get_all("warning")
+                .iter()
+                .map(|v| v.to_str().expect("ascii").to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        warnings("/apis/example.com/v1beta1/namespaces/default/widgets").await,
+        vec!["299 - \"example.com/v1beta1 Widget is deprecated\"".to_string()]
+    );
+    assert!(warnings("/apis/example.com/v1/namespaces/default/widgets")
+        .await
+        .is_empty());
+    let mut custom = widget_crd();
+    custom["metadata"]["name"] = json!("gadgets.example.com");
+    custom["spec"]["names"] = json!({"plural": "gadgets", "singular": "gadget", "kind": "Gadget"});
+    custom["spec"]["versions"][1]["deprecated"] = json!(true);
+    custom["spec"]["versions"][1]["deprecationWarning"] = json!("use example.com/v1 Gadget");
+    create_crd(&client, custom).await;
+    assert_eq!(
+        warnings("/apis/example.com/v1beta1/gadgets").await,
+        vec!["299 - \"use example.com/v1 Gadget\"".to_string()]
+    );
+}

@@ -14,8 +14,6 @@
 //! at the node's own correlated old value (not the nearest correlatable parent),
 //! and no "oldSelf on uncorrelatable schema" check.
 
-#![forbid(unsafe_code)]
-
 mod check;
 mod eval;
 mod funcs;

@@ -124,7 +124,6 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
     let namespaced = str_at(crd, "/spec/scope") != "Cluster";
     let short_names = leak_list(names.get("shortNames"));
     let categories = leak_list(names.get("categories"));
-    let crd_name = str_at(crd, "/metadata/name").to_string();
     let terminating =
         crd.pointer("/metadata/deletionTimestamp").is_some() || is_true(crd, "Terminating");
     let conversion = match str_at(crd, "/spec/conversion/strategy") {
@@ -197,7 +196,6 @@ pub fn build(crd: &Value) -> Vec<(&'static ResourceDef, bool)> {
             })
             .unwrap_or_default();
         let custom: &'static CustomVersion = Box::leak(Box::new(CustomVersion {
-            crd_name: crd_name.clone(),
             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
             columns: columns_of(v),
             scale,
