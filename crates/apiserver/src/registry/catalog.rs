@@ -540,23 +540,26 @@ pub struct Catalog {
     by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
 }
 
-/// Groups of built-in kinds in discovery order (upstream's group priorities).
-const GROUP_ORDER: &[&str] = &[
-    "",
-    "apps",
-    "events.k8s.io",
-    "autoscaling",
-    "batch",
-    "certificates.k8s.io",
-    "networking.k8s.io",
-    "policy",
-    "rbac.authorization.k8s.io",
-    "storage.k8s.io",
-    "apiextensions.k8s.io",
-    "scheduling.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-];
+/// Groups of built-in kinds in discovery order (upstream's group priorities): the order
+/// in which [`crate::registry::builtin_kinds`] first names them.
+fn group_order() -> &'static [&'static str] {
+    static ORDER: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ORDER.get_or_init(|| {
+        let mut order: Vec<&'static str> = Vec::new();
+        for r in builtin_defs() {
+            if !order.contains(&r.group) {
+                order.push(r.group);
+            }
+        }
+        order
+    })
+}
+
+/// The built-in kinds in catalogue order.
+fn builtin_defs() -> &'static [ResourceDef] {
+    static DEFS: OnceLock<Vec<ResourceDef>> = OnceLock::new();
+    DEFS.get_or_init(crate::registry::builtin_kinds)
+}
 
 impl Catalog {
     fn from_resources(mut resources: Vec<&'static ResourceDef>) -> Catalog {
@@ -572,12 +575,8 @@ impl Catalog {
 
     /// The process-wide catalogue of built-in kinds.
     pub fn builtin() -> &'static Catalog {
-        static DEFS: OnceLock<Vec<ResourceDef>> = OnceLock::new();
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
-        CATALOG.get_or_init(|| {
-            let defs = DEFS.get_or_init(crate::registry::builtin_kinds);
-            Catalog::from_resources(defs.iter().collect())
-        })
+        CATALOG.get_or_init(|| Catalog::from_resources(builtin_defs().iter().collect()))
     }
 
     /// The built-in catalogue plus `custom` resources (a built-in resource wins over a
@@ -629,7 +628,8 @@ impl Catalog {
     /// Group names in discovery order: core first as "", the built-in groups in
     /// upstream's priority order, then the groups of custom resources by name.
     pub fn groups(&self) -> Vec<&'static str> {
-        let mut out: Vec<&'static str> = GROUP_ORDER
+        let order = group_order();
+        let mut out: Vec<&'static str> = order
             .iter()
             .copied()
             .filter(|g| self.resources.iter().any(|r| r.group == *g))
@@ -638,7 +638,7 @@ impl Catalog {
             .resources
             .iter()
             .map(|r| r.group)
-            .filter(|g| !GROUP_ORDER.contains(g))
+            .filter(|g| !order.contains(g))
             .collect();
         rest.sort_unstable();
         rest.dedup();

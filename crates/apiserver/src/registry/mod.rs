@@ -10,7 +10,7 @@
 //!
 //! Adding a built-in kind: write its file (start from a small one such as
 //! `coordination/lease.rs`), declare it in its group's `mod.rs`, and add its line to
-//! [`builtin_kinds`].
+//! [`builtin_kinds`] (see `ARCHITECTURE.md`).
 
 pub mod catalog;
 pub mod conversion;
@@ -40,8 +40,9 @@ pub mod storage;
 
 use catalog::{builtin, ResourceDef};
 
-/// The catalogue of built-in kinds: each line pairs a kind's Rust type (its names and
-/// scope) with its registry file's declaration.
+/// The catalogue of built-in kinds: each line pairs a kind's Rust type (its names, scope
+/// and schema) with its registry file's declaration. Groups come in discovery order
+/// (upstream's group priorities): the order of their first line here.
 pub fn builtin_kinds() -> Vec<ResourceDef> {
     use k8s_openapi::api as a;
     vec![
@@ -60,20 +61,17 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::core::v1::Secret>(&core::secret::KIND),
         builtin::<a::core::v1::ServiceAccount>(&core::serviceaccount::KIND),
         builtin::<a::core::v1::Service>(&core::service::KIND),
-        builtin::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&apiextensions::customresourcedefinition::KIND),
         builtin::<a::apps::v1::ControllerRevision>(&apps::controllerrevision::KIND),
         builtin::<a::apps::v1::DaemonSet>(&apps::daemonset::KIND),
         builtin::<a::apps::v1::Deployment>(&apps::deployment::KIND),
         builtin::<a::apps::v1::ReplicaSet>(&apps::replicaset::KIND),
         builtin::<a::apps::v1::StatefulSet>(&apps::statefulset::KIND),
+        builtin::<a::events::v1::Event>(&events::event::KIND),
         builtin::<a::autoscaling::v2::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND),
         builtin::<a::autoscaling::v1::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND_V1),
         builtin::<a::batch::v1::CronJob>(&batch::cronjob::KIND),
         builtin::<a::batch::v1::Job>(&batch::job::KIND),
         builtin::<a::certificates::v1::CertificateSigningRequest>(&certificates::certificatesigningrequest::KIND),
-        builtin::<a::coordination::v1::Lease>(&coordination::lease::KIND),
-        builtin::<a::discovery::v1::EndpointSlice>(&discovery::endpointslice::KIND),
-        builtin::<a::events::v1::Event>(&events::event::KIND),
         builtin::<a::networking::v1::IngressClass>(&networking::ingressclass::KIND),
         builtin::<a::networking::v1::Ingress>(&networking::ingress::KIND),
         builtin::<a::networking::v1::IPAddress>(&networking::ipaddress::KIND),
@@ -84,12 +82,15 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::rbac::v1::ClusterRole>(&rbac::clusterrole::KIND),
         builtin::<a::rbac::v1::RoleBinding>(&rbac::rolebinding::KIND),
         builtin::<a::rbac::v1::Role>(&rbac::role::KIND),
-        builtin::<a::scheduling::v1::PriorityClass>(&scheduling::priorityclass::KIND),
         builtin::<a::storage::v1::CSIDriver>(&storage::csidriver::KIND),
         builtin::<a::storage::v1::CSINode>(&storage::csinode::KIND),
         builtin::<a::storage::v1::CSIStorageCapacity>(&storage::csistoragecapacity::KIND),
         builtin::<a::storage::v1::StorageClass>(&storage::storageclass::KIND),
         builtin::<a::storage::v1::VolumeAttachment>(&storage::volumeattachment::KIND),
         builtin::<a::storage::v1::VolumeAttributesClass>(&storage::volumeattributesclass::KIND),
+        builtin::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&apiextensions::customresourcedefinition::KIND),
+        builtin::<a::scheduling::v1::PriorityClass>(&scheduling::priorityclass::KIND),
+        builtin::<a::coordination::v1::Lease>(&coordination::lease::KIND),
+        builtin::<a::discovery::v1::EndpointSlice>(&discovery::endpointslice::KIND),
     ]
 }

@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use crate::registry::catalog::{DeleteRequest, Deletion, Phase, StatusMeta, Strategy};
-use crate::registry::catalog::{Kind, ResourceDef, Subresource};
+use crate::registry::catalog::{
+    DeleteRequest, Deletion, Kind, Phase, ResourceDef, StatusMeta, Strategy, Subresource,
+};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::{Bad, Cause, ErrorList};

@@ -2,8 +2,7 @@
 
 use serde_json::Value;
 
-use crate::registry::catalog::{Kind, ResourceDef};
-use crate::registry::catalog::{Phase, Strategy};
+use crate::registry::catalog::{Kind, Phase, ResourceDef, Strategy};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;

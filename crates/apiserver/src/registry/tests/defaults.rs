@@ -2,7 +2,7 @@
 //! kube-apiserver 1.36 returned for the same minimal bodies (`objects/`) and upstream's
 //! defaulting tests.
 
-use crate::registry::catalog::Catalog;
+use crate::registry::catalog::{Catalog, Phase};
 
 /// The create-time defaults of a built-in kind, through its strategy.
 fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
@@ -21,7 +21,6 @@ fn apply_scheme_defaults(group: &str, version: &str, kind: &str, obj: &mut Value
 }
 
 use crate::registry::batch::job::defaults::generate_job_selector;
-use crate::registry::catalog::Phase;
 use crate::registry::core::podspec::defaults::pull_policy_for;
 use serde_json::{json, Value};
 
