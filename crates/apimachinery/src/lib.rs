@@ -22,6 +22,7 @@
 pub mod duration;
 pub mod field;
 pub mod gofmt;
+pub mod mergepatch;
 pub mod names;
 pub mod quantity;
 pub mod selector;

@@ -7,7 +7,7 @@
 //! ranking, pod creation and deletion with events, adoption and release of children);
 //! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
 //! [`deployment`] the Deployment controller; [`garbagecollector`] and [`namespace`] make
-//! deletion cascade (both find resources through [`discovery`]); [`serviceaccount`],
+//! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
 //! housekeeping controllers.
 
@@ -18,7 +18,6 @@ pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
 pub mod deployment;
-pub mod discovery;
 pub mod garbagecollector;
 pub mod namespace;
 pub mod registry;

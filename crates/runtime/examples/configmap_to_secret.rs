@@ -6,55 +6,37 @@
 //! (uses `KUBECONFIG`); for example with `coxswain up` running. The manager serves
 //! metrics on `:8080/metrics` and probes on `:8081`, and stops gracefully on SIGTERM.
 
-use std::sync::Arc;
-
+use coxswain_runtime::apimachinery::selector::LabelSelector;
 use coxswain_runtime::builder::ControllerBuilder;
-use coxswain_runtime::cache::Cache;
+use coxswain_runtime::client::Client;
 use coxswain_runtime::controller::{Action, ReconcileResult};
+use coxswain_runtime::controllerutil::set_controller_reference;
 use coxswain_runtime::manager::{self, Manager, ManagerOptions};
 use coxswain_runtime::predicate;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::ByteString;
-use kube::api::PostParams;
-use kube::{Api, Resource};
 use tracing_subscriber::EnvFilter;
 
-async fn reconcile(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
-    let Some(cm) = cache.get::<ConfigMap>(&key).await else {
+async fn reconcile(client: Client, key: ObjectKey) -> ReconcileResult {
+    let Some(cm) = client.get::<ConfigMap>(&key).await? else {
         return Ok(Action::Done); // deleted: its Secret goes with it (owner reference)
-    };
-    let ns = key.namespace().unwrap_or_default().to_string();
-    let owner = OwnerReference {
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        name: key.name().to_string(),
-        uid: cm.meta().uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
     };
     let mut secret = Secret::default();
     secret.metadata.name = Some(key.name().to_string());
-    secret.metadata.owner_references = Some(vec![owner]);
-    secret.data = cm.data.as_ref().map(|d| {
-        d.iter()
-            .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
-            .collect()
-    });
-    let secrets: Api<Secret> = Api::namespaced(cache.client().clone(), &ns);
-    match cache.get::<Secret>(&key).await {
-        None => {
-            secrets.create(&PostParams::default(), &secret).await?;
-        }
-        Some(existing) if existing.data != secret.data => {
-            secret.metadata.resource_version = existing.metadata.resource_version.clone();
-            secrets
-                .replace(key.name(), &PostParams::default(), &secret)
-                .await?;
-        }
-        Some(_) => {}
-    }
+    secret.metadata.namespace = key.namespace().map(str::to_string);
+    let (result, _) = client
+        .create_or_update(secret, |s| {
+            set_controller_reference(cm.as_ref(), s)?;
+            s.data = cm.data.as_ref().map(|d| {
+                d.iter()
+                    .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+                    .collect()
+            });
+            Ok(())
+        })
+        .await?;
+    tracing::info!(configmap = %key, secret = %result, "reconciled");
     Ok(Action::Done)
 }
 
@@ -69,16 +51,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..ManagerOptions::default()
     };
     let mgr = Manager::try_default(options).await?;
-    let selector = coxswain_runtime::apimachinery::selector::LabelSelector::from_match_labels([(
-        "mirror", "secret",
-    )]);
-    let cache = mgr.cache().clone();
+    let selector = LabelSelector::from_match_labels([("mirror", "secret")]);
+    let client = mgr.client().clone();
     let controller = ControllerBuilder::new(mgr.cache())
         .named("configmap-to-secret")
         .for_::<ConfigMap>()
         .with_event_filter(predicate::label_selector(selector))
         .owns::<Secret>()
-        .build(move |_ctx, key| reconcile(cache.clone(), key));
+        .build(move |_ctx, key| reconcile(client.clone(), key));
     mgr.add(controller)?;
     let result = mgr.start(manager::shutdown_signal()).await;
     std::process::exit(manager::exit_code(&result));

@@ -15,12 +15,13 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt;
 
 use crate::cache::{Cache, CachedKind, Change};
-use crate::controller::{Controller, ControllerOptions, Reconciler, SyncWait};
-use crate::handler::{EnqueueMapped, EnqueueObject, EnqueueOwner, EventHandler};
+use crate::controller::{Controller, ControllerOptions, Feeder, Reconciler, Request, SyncWait};
+use crate::handler::{EnqueueMapped, EnqueueObject, EnqueueOwner, EventHandler, Requests};
 use crate::object::ObjectKey;
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::workqueue::RateLimitedQueue;
@@ -32,9 +33,53 @@ pub struct ControllerBuilder<'c, K = ()> {
     cache: &'c Cache,
     name: Option<String>,
     registrations: Vec<Registration>,
+    primary: Option<Box<dyn EventHandler<K>>>,
     filters: Vec<BoxPredicate<K>>,
+    feeders: Vec<Feeder<ObjectKey>>,
     options: ControllerOptions,
     _kind: PhantomData<fn() -> K>,
+}
+
+/// Send every change of `W` that passes `filters` through `handler` into `queue`; the
+/// returned wait resolves once `W`'s informer synced.
+pub(crate) fn watch<W: CachedKind, R: Request>(
+    cache: &Cache,
+    queue: &RateLimitedQueue<R>,
+    handler: impl EventHandler<W, R> + 'static,
+    filters: Vec<BoxPredicate<W>>,
+) -> SyncWait {
+    let informer = cache.informer::<W>();
+    let q = queue.clone();
+    informer.add_handler(move |change: &Change<W>| {
+        if filters.iter().all(|p| p.accept(change)) {
+            handler.handle(change, &Requests::new(&q));
+        }
+    });
+    Box::new(move || {
+        let inf = informer.clone();
+        async move { inf.wait_for_sync().await }.boxed()
+    })
+}
+
+/// A feeder that calls `tick` every `period` (the first call one period after the
+/// controller's informers synced).
+pub(crate) fn timer<R: Request>(
+    period: Duration,
+    tick: impl Fn(&Requests<'_, R>) + Send + Sync + 'static,
+) -> Feeder<R> {
+    Box::new(move |queue, cancel| {
+        async move {
+            let mut every = tokio::time::interval(period.max(Duration::from_millis(1)));
+            every.reset();
+            loop {
+                tokio::select! {
+                    _ = every.tick() => tick(&Requests::new(&queue)),
+                    _ = cancel.cancelled() => return,
+                }
+            }
+        }
+        .boxed()
+    })
 }
 
 fn register<W: CachedKind>(
@@ -42,21 +87,7 @@ fn register<W: CachedKind>(
     filters: Vec<BoxPredicate<W>>,
 ) -> Registration {
     Box::new(move |cache: &Cache, queue: &RateLimitedQueue<ObjectKey>| {
-        let informer = cache.informer::<W>();
-        let q = queue.clone();
-        informer.add_handler(move |change: &Change<W>| {
-            if filters.iter().all(|p| p.accept(change)) {
-                for key in handler.keys(change) {
-                    q.add(key);
-                }
-            }
-        });
-        let inf = informer.clone();
-        let wait: SyncWait = Box::new(move || {
-            let inf = inf.clone();
-            async move { inf.wait_for_sync().await }.boxed()
-        });
-        wait
+        watch(cache, queue, handler, filters)
     })
 }
 
@@ -67,7 +98,9 @@ impl<'c> ControllerBuilder<'c, ()> {
             cache,
             name: None,
             registrations: Vec::new(),
+            primary: None,
             filters: Vec::new(),
+            feeders: Vec::new(),
             options: ControllerOptions::default(),
             _kind: PhantomData,
         }
@@ -79,10 +112,25 @@ impl<'c> ControllerBuilder<'c, ()> {
             cache: self.cache,
             name: self.name,
             registrations: self.registrations,
+            primary: None,
             filters: Vec::new(),
+            feeders: self.feeders,
             options: self.options,
             _kind: PhantomData,
         }
+    }
+
+    /// The kind this controller reconciles, with the handler that turns its changes into
+    /// requests (instead of "the changed object, at once"): a namespace controller that
+    /// acts on terminating namespaces a moment after they change, say. Event filters
+    /// still apply.
+    pub fn for_with<K: CachedKind>(
+        self,
+        handler: impl EventHandler<K> + 'static,
+    ) -> ControllerBuilder<'c, K> {
+        let mut b = self.for_::<K>();
+        b.primary = Some(Box::new(handler));
+        b
     }
 }
 
@@ -96,6 +144,18 @@ impl<K> ControllerBuilder<'_, K> {
     /// Options (concurrency, timeout, rate limiter).
     pub fn with_options(mut self, options: ControllerOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Call `tick` every `period` while the controller runs, with the queue in hand: a
+    /// source fed by a timer (the namespace controller looks at every terminating
+    /// namespace again every five minutes, say).
+    pub fn every(
+        mut self,
+        period: Duration,
+        tick: impl Fn(&Requests<'_, ObjectKey>) + Send + Sync + 'static,
+    ) -> Self {
+        self.feeders.push(timer(period, tick));
         self
     }
 }
@@ -144,12 +204,14 @@ where
             .name
             .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase());
         let queue = Controller::<R>::queue_for(&name, &self.options);
-        let mut syncs = vec![register::<K>(EnqueueObject, self.filters)(
-            self.cache, &queue,
-        )];
+        let primary = match self.primary {
+            Some(handler) => watch(self.cache, &queue, handler, self.filters),
+            None => watch(self.cache, &queue, EnqueueObject, self.filters),
+        };
+        let mut syncs = vec![primary];
         for r in self.registrations {
             syncs.push(r(self.cache, &queue));
         }
-        Controller::new(name, queue, reconciler, self.options, syncs)
+        Controller::with_queue(name, queue, reconciler, self.options, syncs, self.feeders)
     }
 }

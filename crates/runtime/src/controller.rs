@@ -1,6 +1,8 @@
-//! Controllers: a workqueue of object keys drained by reconcile workers.
+//! Controllers: a workqueue of requests drained by reconcile workers.
 //!
-//! A [`Reconciler`] says what to do for one key; the [`Controller`] guarantees one worker
+//! A request is usually an [`ObjectKey`] (`namespace/name`), but any [`Request`] type
+//! works (controller-runtime's typed reconcilers): the garbage collector queues owner
+//! references, for instance. A [`Reconciler`] says what to do for one request; the [`Controller`] guarantees one worker
 //! per key at a time, requeues errors with the rate limiter, honours
 //! [`Action::RequeueAfter`], drops terminal errors, catches panics (logged, counted,
 //! requeued) and applies an optional timeout. Build one with
@@ -22,8 +24,13 @@ use tracing::Instrument;
 use crate::metrics::{ControllerMetrics, Outcome};
 use crate::object::ObjectKey;
 use crate::workqueue::{
-    default_controller_rate_limiter, QueueConfig, RateLimitedQueue, RateLimiter,
+    default_controller_rate_limiter, QueueConfig, QueueKey, RateLimitedQueue, RateLimiter,
 };
+
+/// What a controller's queue holds: one unit of work, deduplicated by equality (an
+/// [`ObjectKey`] by default). Its `Display` form names it in logs.
+pub trait Request: QueueKey + std::fmt::Display + std::fmt::Debug {}
+impl<T: QueueKey + std::fmt::Display + std::fmt::Debug> Request for T {}
 
 /// What to do after a successful reconcile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +71,15 @@ impl ReconcileError {
     pub fn is_terminal(&self) -> bool {
         self.terminal
     }
+
+    /// The same error, its message prefixed with `what` (`what: message`); terminal
+    /// stays terminal.
+    pub fn context(self, what: &str) -> Self {
+        ReconcileError {
+            terminal: self.terminal,
+            source: format!("{what}: {}", self.source).into(),
+        }
+    }
 }
 
 impl std::fmt::Display for ReconcileError {
@@ -100,48 +116,76 @@ pub struct Context {
 }
 
 /// Brings one object towards its desired state.
-pub trait Reconciler: Send + Sync + 'static {
-    /// Reconcile the object named by `request`.
-    fn reconcile(
-        &self,
-        ctx: Context,
-        request: ObjectKey,
-    ) -> impl Future<Output = ReconcileResult> + Send;
+pub trait Reconciler<R = ObjectKey>: Send + Sync + 'static {
+    /// Reconcile what `request` names.
+    fn reconcile(&self, ctx: Context, request: R) -> impl Future<Output = ReconcileResult> + Send;
 }
 
-impl<F, Fut> Reconciler for F
+impl<F, Fut, R> Reconciler<R> for F
 where
-    F: Fn(Context, ObjectKey) -> Fut + Send + Sync + 'static,
+    F: Fn(Context, R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ReconcileResult> + Send,
 {
-    fn reconcile(
-        &self,
-        ctx: Context,
-        request: ObjectKey,
-    ) -> impl Future<Output = ReconcileResult> + Send {
+    fn reconcile(&self, ctx: Context, request: R) -> impl Future<Output = ReconcileResult> + Send {
         self(ctx, request)
     }
 }
 
 /// Controller options (defaults as controller-runtime's).
-#[derive(Clone)]
-pub struct ControllerOptions {
-    /// Workers reconciling different keys at the same time (default 1).
+pub struct ControllerOptions<R = ObjectKey> {
+    /// Workers reconciling different requests at the same time (default 1).
     pub max_concurrent_reconciles: usize,
     /// Abort a reconcile that runs longer (default: none).
     pub reconcile_timeout: Option<Duration>,
     /// Requeue backoff (default: max of per-item exponential 5 ms..1000 s and a 10 qps /
     /// 100 burst bucket).
-    pub rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
+    pub rate_limiter: Option<Arc<dyn RateLimiter<R>>>,
 }
 
-impl Default for ControllerOptions {
+impl<R> Clone for ControllerOptions<R> {
+    fn clone(&self) -> Self {
+        ControllerOptions {
+            max_concurrent_reconciles: self.max_concurrent_reconciles,
+            reconcile_timeout: self.reconcile_timeout,
+            rate_limiter: self.rate_limiter.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for ControllerOptions<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerOptions")
+            .field("max_concurrent_reconciles", &self.max_concurrent_reconciles)
+            .field("reconcile_timeout", &self.reconcile_timeout)
+            .field("rate_limiter", &self.rate_limiter.is_some())
+            .finish()
+    }
+}
+
+impl<R> Default for ControllerOptions<R> {
     fn default() -> Self {
         ControllerOptions {
             max_concurrent_reconciles: 1,
             reconcile_timeout: None,
             rate_limiter: None,
         }
+    }
+}
+
+impl<R> ControllerOptions<R> {
+    /// Options with `workers` concurrent reconciles (kube-controller-manager's
+    /// `--concurrent-*-syncs`), the rest default.
+    pub fn workers(workers: usize) -> Self {
+        ControllerOptions {
+            max_concurrent_reconciles: workers,
+            ..ControllerOptions::default()
+        }
+    }
+
+    /// The same options with this requeue backoff.
+    pub fn with_rate_limiter(mut self, limiter: impl RateLimiter<R> + 'static) -> Self {
+        self.rate_limiter = Some(Arc::new(limiter));
+        self
     }
 }
 
@@ -167,15 +211,21 @@ pub struct ControllerStats {
 /// Something that must sync before workers start (the controller's informers).
 pub(crate) type SyncWait = Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// Something that feeds the queue while the controller runs (a timer, say): started once
+/// the informers synced, stopped with the controller.
+pub(crate) type Feeder<R> =
+    Box<dyn FnOnce(RateLimitedQueue<R>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
 /// A controller ready to run.
-pub struct Controller<R> {
+pub struct Controller<Rec, R = ObjectKey> {
     name: String,
-    queue: RateLimitedQueue<ObjectKey>,
-    reconciler: Arc<R>,
-    options: ControllerOptions,
+    queue: RateLimitedQueue<R>,
+    reconciler: Arc<Rec>,
+    options: ControllerOptions<R>,
     stats: Arc<ControllerStats>,
     metrics: ControllerMetrics,
     syncs: Vec<SyncWait>,
+    feeders: Vec<Feeder<R>>,
 }
 
 /// The message of a caught panic (its `&str` or `String` payload).
@@ -189,13 +239,24 @@ pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
-impl<R: Reconciler> Controller<R> {
-    pub(crate) fn new(
+impl<Rec: Reconciler<R>, R: Request> Controller<Rec, R> {
+    /// A controller named `name` whose queue is fed by the caller (through
+    /// [`Controller::queue`]) rather than by informers: for work that comes from
+    /// elsewhere, such as the garbage collector's dependency graph. Its reconciles are
+    /// counted, timed, retried and recovered like those of any built controller.
+    pub fn new(name: impl Into<String>, reconciler: Rec, options: ControllerOptions<R>) -> Self {
+        let name = name.into();
+        let queue = Self::queue_for(&name, &options);
+        Self::with_queue(name, queue, reconciler, options, Vec::new(), Vec::new())
+    }
+
+    pub(crate) fn with_queue(
         name: String,
-        queue: RateLimitedQueue<ObjectKey>,
-        reconciler: R,
-        options: ControllerOptions,
+        queue: RateLimitedQueue<R>,
+        reconciler: Rec,
+        options: ControllerOptions<R>,
         syncs: Vec<SyncWait>,
+        feeders: Vec<Feeder<R>>,
     ) -> Self {
         let metrics =
             crate::metrics::global().controller(&name, options.max_concurrent_reconciles.max(1));
@@ -207,18 +268,16 @@ impl<R: Reconciler> Controller<R> {
             stats: Arc::default(),
             metrics,
             syncs,
+            feeders,
         }
     }
 
     /// Make a rate-limited queue for controller `name` with these options; it records
     /// the `workqueue_*` metrics labelled with the name.
-    pub(crate) fn queue_for(
-        name: &str,
-        options: &ControllerOptions,
-    ) -> RateLimitedQueue<ObjectKey> {
-        let limiter: Arc<dyn RateLimiter<ObjectKey>> = match &options.rate_limiter {
+    pub(crate) fn queue_for(name: &str, options: &ControllerOptions<R>) -> RateLimitedQueue<R> {
+        let limiter: Arc<dyn RateLimiter<R>> = match &options.rate_limiter {
             Some(l) => l.clone(),
-            None => Arc::new(default_controller_rate_limiter::<ObjectKey>()),
+            None => Arc::new(default_controller_rate_limiter::<R>()),
         };
         RateLimitedQueue::with_config(QueueConfig {
             name: name.to_string(),
@@ -233,7 +292,7 @@ impl<R: Reconciler> Controller<R> {
     }
 
     /// The controller's queue (to enqueue by hand, or to inspect in tests).
-    pub fn queue(&self) -> &RateLimitedQueue<ObjectKey> {
+    pub fn queue(&self) -> &RateLimitedQueue<R> {
         &self.queue
     }
 
@@ -252,6 +311,11 @@ impl<R: Reconciler> Controller<R> {
             }
         }
         tracing::info!(controller = %self.name, workers = self.options.max_concurrent_reconciles, "starting workers");
+        let feeders: Vec<_> = self
+            .feeders
+            .into_iter()
+            .map(|f| tokio::spawn(f(self.queue.clone(), cancel.clone())))
+            .collect();
         // in-flight work gauges, refreshed as client-go does (every 500 ms)
         let ticker = {
             let (queue, cancel) = (self.queue.clone(), cancel.clone());
@@ -306,17 +370,20 @@ impl<R: Reconciler> Controller<R> {
             let _ = w.await;
         }
         ticker.abort();
+        for f in feeders {
+            f.abort();
+        }
         tracing::info!(controller = %self.name, "stopped: all workers finished");
     }
 }
 
-async fn process<R: Reconciler>(
+async fn process<Rec: Reconciler<R>, R: Request>(
     ctx: Context,
-    queue: &RateLimitedQueue<ObjectKey>,
-    reconciler: &R,
+    queue: &RateLimitedQueue<R>,
+    reconciler: &Rec,
     stats: &ControllerStats,
     timeout: Option<Duration>,
-    key: ObjectKey,
+    key: R,
 ) -> Outcome {
     let name = ctx.controller.clone();
     let name = name.as_ref();

@@ -1,20 +1,187 @@
-//! Event handlers: which reconcile requests a change produces.
+//! Event handlers: which reconcile requests a change produces, and when.
 //!
 //! Like controller-runtime's `pkg/handler`: [`EnqueueObject`] asks to reconcile the
 //! changed object itself, [`EnqueueOwner`] its owner (from owner references, optionally
-//! only the controlling one), and any closure from an object to keys maps freely.
+//! only the controlling one), [`EnqueueMapped`] whatever a function maps the object to
+//! (the old and the new object of an update, deduplicated), and [`Funcs`] runs a closure
+//! per kind of change with the queue in hand. A handler says *what* to enqueue with
+//! [`EventHandler::keys`]; one that also decides *when* (after a delay, or rate limited)
+//! overrides [`EventHandler::handle`], and any handler can be delayed as a whole with
+//! [`EventHandlerExt::after`].
 
 use std::any::TypeId;
+use std::time::Duration;
 
 use kube::Resource;
 
 use crate::cache::Change;
+use crate::controller::Request;
 use crate::object::ObjectKey;
+use crate::workqueue::RateLimitedQueue;
+
+/// The queue as a handler sees it: add now, later, or after the rate limiter's delay.
+pub struct Requests<'q, R> {
+    queue: &'q RateLimitedQueue<R>,
+}
+
+impl<'q, R: Request> Requests<'q, R> {
+    /// A view of `queue`.
+    pub fn new(queue: &'q RateLimitedQueue<R>) -> Self {
+        Requests { queue }
+    }
+
+    /// Reconcile `request` as soon as a worker is free.
+    pub fn add(&self, request: R) {
+        self.queue.add(request);
+    }
+
+    /// Reconcile `request` after `delay` (at once for a zero delay; a request already
+    /// waiting keeps the earlier of its two deadlines).
+    pub fn add_after(&self, request: R, delay: Duration) {
+        self.queue.add_after(request, delay);
+    }
+
+    /// Reconcile `request` after the rate limiter's delay for it.
+    pub fn add_rate_limited(&self, request: R) {
+        self.queue.add_rate_limited(request);
+    }
+}
 
 /// Turns a change into reconcile requests.
-pub trait EventHandler<K>: Send + Sync {
-    /// The keys to enqueue for `change`.
-    fn keys(&self, change: &Change<K>) -> Vec<ObjectKey>;
+pub trait EventHandler<K, R = ObjectKey>: Send + Sync {
+    /// The requests to make at once for `change` (default: none).
+    fn keys(&self, change: &Change<K>) -> Vec<R> {
+        let _ = change;
+        Vec::new()
+    }
+
+    /// Enqueue what `change` calls for (default: every request of [`EventHandler::keys`],
+    /// at once). Override to delay or rate-limit.
+    fn handle(&self, change: &Change<K>, queue: &Requests<'_, R>)
+    where
+        R: Request,
+    {
+        for r in self.keys(change) {
+            queue.add(r);
+        }
+    }
+}
+
+impl<K, R, H: EventHandler<K, R> + ?Sized> EventHandler<K, R> for Box<H> {
+    fn keys(&self, change: &Change<K>) -> Vec<R> {
+        (**self).keys(change)
+    }
+
+    fn handle(&self, change: &Change<K>, queue: &Requests<'_, R>)
+    where
+        R: Request,
+    {
+        (**self).handle(change, queue)
+    }
+}
+
+/// Adapters for every handler.
+pub trait EventHandlerExt<K, R>: EventHandler<K, R> + Sized {
+    /// The same requests, each enqueued after `delay` (the namespace controller waits a
+    /// moment after a change so that racing creations are seen).
+    fn after(self, delay: Duration) -> Delayed<Self> {
+        Delayed { inner: self, delay }
+    }
+}
+
+impl<K, R, H: EventHandler<K, R>> EventHandlerExt<K, R> for H {}
+
+/// A handler whose requests are enqueued after a delay ([`EventHandlerExt::after`]).
+#[derive(Clone, Debug)]
+pub struct Delayed<H> {
+    inner: H,
+    delay: Duration,
+}
+
+impl<K, R: Request, H: EventHandler<K, R>> EventHandler<K, R> for Delayed<H> {
+    fn keys(&self, change: &Change<K>) -> Vec<R> {
+        self.inner.keys(change)
+    }
+
+    fn handle(&self, change: &Change<K>, queue: &Requests<'_, R>) {
+        for r in self.inner.keys(change) {
+            queue.add_after(r, self.delay);
+        }
+    }
+}
+
+type ChangeFn<K, R> = Box<dyn Fn(&K, &Requests<'_, R>) + Send + Sync>;
+type UpdateFn<K, R> = Box<dyn Fn(&K, &K, &Requests<'_, R>) + Send + Sync>;
+
+/// A closure per kind of change, each with the queue in hand (controller-runtime's
+/// `handler.Funcs`); a change without a closure enqueues nothing.
+pub struct Funcs<K, R = ObjectKey> {
+    added: Option<ChangeFn<K, R>>,
+    updated: Option<UpdateFn<K, R>>,
+    deleted: Option<ChangeFn<K, R>>,
+}
+
+impl<K, R> Default for Funcs<K, R> {
+    fn default() -> Self {
+        Funcs {
+            added: None,
+            updated: None,
+            deleted: None,
+        }
+    }
+}
+
+impl<K, R> Funcs<K, R> {
+    /// No closure yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What an added object enqueues.
+    pub fn on_add(mut self, f: impl Fn(&K, &Requests<'_, R>) + Send + Sync + 'static) -> Self {
+        self.added = Some(Box::new(f));
+        self
+    }
+
+    /// What an update (old, new) enqueues; resyncs arrive as updates with old = new.
+    pub fn on_update(
+        mut self,
+        f: impl Fn(&K, &K, &Requests<'_, R>) + Send + Sync + 'static,
+    ) -> Self {
+        self.updated = Some(Box::new(f));
+        self
+    }
+
+    /// What a deleted object (its last known state) enqueues.
+    pub fn on_delete(mut self, f: impl Fn(&K, &Requests<'_, R>) + Send + Sync + 'static) -> Self {
+        self.deleted = Some(Box::new(f));
+        self
+    }
+}
+
+impl<K: Send + Sync, R: Send + Sync> EventHandler<K, R> for Funcs<K, R> {
+    fn handle(&self, change: &Change<K>, queue: &Requests<'_, R>)
+    where
+        R: Request,
+    {
+        match change {
+            Change::Added(o) => {
+                if let Some(f) = &self.added {
+                    f(o, queue)
+                }
+            }
+            Change::Updated { old, new } => {
+                if let Some(f) = &self.updated {
+                    f(old, new, queue)
+                }
+            }
+            Change::Deleted(o) => {
+                if let Some(f) = &self.deleted {
+                    f(o, queue)
+                }
+            }
+        }
+    }
 }
 
 fn object_of<K>(change: &Change<K>) -> &K {
@@ -104,15 +271,29 @@ impl<K: Resource> EventHandler<K> for EnqueueOwner {
     }
 }
 
-/// Enqueue whatever a function maps the changed object to.
+/// Enqueue whatever a function maps the changed object to: for an update, what it maps
+/// the old object to, then the new one, each request once (controller-runtime's
+/// `EnqueueRequestsFromMapFunc`).
 pub struct EnqueueMapped<F>(pub F);
 
-impl<K, F> EventHandler<K> for EnqueueMapped<F>
+impl<K, R, F> EventHandler<K, R> for EnqueueMapped<F>
 where
-    F: Fn(&K) -> Vec<ObjectKey> + Send + Sync,
+    F: Fn(&K) -> Vec<R> + Send + Sync,
+    R: PartialEq,
 {
-    fn keys(&self, change: &Change<K>) -> Vec<ObjectKey> {
-        (self.0)(object_of(change))
+    fn keys(&self, change: &Change<K>) -> Vec<R> {
+        match change {
+            Change::Added(o) | Change::Deleted(o) => (self.0)(o),
+            Change::Updated { old, new } => {
+                let mut out = (self.0)(old);
+                for r in (self.0)(new) {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+                out
+            }
+        }
     }
 }
 

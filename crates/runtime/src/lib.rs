@@ -14,9 +14,12 @@ pub mod builder;
 pub mod cache;
 pub mod client;
 pub mod controller;
+pub mod controllerutil;
+pub mod discovery;
 #[cfg(feature = "envtest")]
 pub mod envtest;
 pub mod events;
+pub mod finalizer;
 pub mod handler;
 pub mod healthz;
 pub mod leaderelection;

@@ -261,6 +261,9 @@ enum Phase {
 /// Owns the client, the cache, the runnables and the process-level servers.
 pub struct Manager {
     client: kube::Client,
+    /// The delegating client over `cache`.
+    api: crate::client::Client,
+    discovery: crate::discovery::SharedDiscovery,
     /// The client leader election writes the Lease with (unlimited).
     election_client: kube::Client,
     cache: Arc<Cache>,
@@ -377,6 +380,8 @@ impl Manager {
         let events = EventBroadcaster::new(client.clone(), events_cancel.clone());
         Manager {
             election_client: client.clone(),
+            api: crate::client::Client::new(cache.clone()),
+            discovery: crate::discovery::SharedDiscovery::new(client.clone()),
             client,
             cache,
             cache_cancel,
@@ -426,9 +431,21 @@ impl Manager {
         Ok(())
     }
 
-    /// The client (writes go to the server; for cached reads use [`crate::client`]).
-    pub fn client(&self) -> &kube::Client {
+    /// The delegating client: reads from the shared cache, writes to the server
+    /// (controller-runtime's `GetClient`).
+    pub fn client(&self) -> &crate::client::Client {
+        &self.api
+    }
+
+    /// The underlying API client (every request goes to the server; controller-runtime's
+    /// `GetAPIReader` and more).
+    pub fn kube_client(&self) -> &kube::Client {
         &self.client
+    }
+
+    /// Server discovery, shared by the controllers that act on every resource.
+    pub fn discovery(&self) -> &crate::discovery::SharedDiscovery {
+        &self.discovery
     }
 
     /// The shared cache controllers and readers use.

@@ -156,7 +156,7 @@ impl Simulator {
     pub fn add_to(&self, mgr: &Manager) -> Result<Parts, Error> {
         let cfg = self.config.clone();
         let cache = mgr.cache().clone();
-        let client = mgr.client().clone();
+        let client = mgr.kube_client().clone();
 
         let nodes = NodeManager::new(cfg.clone(), cache.clone(), client.clone());
         let managed = {

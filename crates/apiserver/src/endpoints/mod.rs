@@ -407,10 +407,30 @@ impl PatchBody {
 
     /// Apply to `original`, whose schema definition is `definition`.
     pub fn apply(&self, original: &Value, definition: &str) -> ApiResult<Value> {
+        /// RFC 6902 as kube-apiserver's evanphx/json-patch reads it: a `test` for `null`
+        /// passes where the path does not exist (clients test "no finalizers yet" so).
+        fn apply_json_patch(
+            doc: &mut Value,
+            p: &json_patch::Patch,
+        ) -> Result<(), json_patch::PatchError> {
+            for (i, op) in p.0.iter().enumerate() {
+                if let json_patch::PatchOperation::Test(t) = op {
+                    if t.value.is_null() && doc.pointer(t.path.as_str()).is_none_or(Value::is_null)
+                    {
+                        continue;
+                    }
+                }
+                json_patch::patch(doc, std::slice::from_ref(op)).map_err(|mut e| {
+                    e.operation = i;
+                    e
+                })?;
+            }
+            Ok(())
+        }
         match self {
             PatchBody::Json(p) => {
                 let mut doc = original.clone();
-                json_patch::patch(&mut doc, p).map_err(|e| match e.kind {
+                apply_json_patch(&mut doc, p).map_err(|e| match e.kind {
                     json_patch::PatchErrorKind::TestFailed => ApiError::new(
                         422,
                         "Invalid",
@@ -443,5 +463,58 @@ impl PatchBody {
                 "server-side apply is not supported here",
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PatchBody;
+    use serde_json::json;
+
+    fn json_patch(
+        doc: serde_json::Value,
+        ops: serde_json::Value,
+    ) -> Result<serde_json::Value, u16> {
+        let body = serde_json::to_vec(&ops).unwrap();
+        PatchBody::parse("application/json-patch+json", &body)
+            .and_then(|p| p.apply(&doc, "io.k8s.api.core.v1.ConfigMap"))
+            .map_err(|e| e.code)
+    }
+
+    /// evanphx/json-patch, which kube-apiserver uses: testing for `null` passes on a
+    /// missing path (the finalizer helpers of kube-rs rely on it), fails on a value.
+    #[test]
+    fn json_patch_test_for_null_passes_on_missing_paths() {
+        let add = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["a"]}
+        ]);
+        let doc = json!({"metadata": {"name": "x"}});
+        assert_eq!(
+            json_patch(doc.clone(), add.clone()).unwrap()["metadata"]["finalizers"],
+            json!(["a"])
+        );
+        let has = json!({"metadata": {"name": "x", "finalizers": ["b"]}});
+        assert_eq!(json_patch(has, add), Err(422));
+        let null = json!({"metadata": {"name": "x", "finalizers": null}});
+        assert!(json_patch(
+            null,
+            json!([{"op": "test", "path": "/metadata/finalizers", "value": null}])
+        )
+        .is_ok());
+        // later operations see what earlier ones did
+        let seq = json!([
+            {"op": "add", "path": "/metadata/labels", "value": {"a": "1"}},
+            {"op": "test", "path": "/metadata/labels/a", "value": "1"},
+            {"op": "test", "path": "/metadata/labels/b", "value": null}
+        ]);
+        assert!(json_patch(doc.clone(), seq).is_ok());
+        assert_eq!(
+            json_patch(
+                doc,
+                json!([{"op": "test", "path": "/metadata/name", "value": "y"}])
+            ),
+            Err(422)
+        );
     }
 }

@@ -109,7 +109,7 @@ pub fn deployment_controller(mgr: &Manager, workers: usize) -> Controller<impl R
     let pods = cache.informer::<Pod>().store().clone();
     let reconciler = DeploymentReconciler {
         client: Client::new(cache.clone()),
-        kube: mgr.client().clone(),
+        kube: mgr.kube_client().clone(),
         recorder: mgr.event_recorder(EVENT_SOURCE),
     };
     let only_deletions: coxswain_runtime::predicate::BoxPredicate<Pod> =

@@ -89,7 +89,7 @@ struct Classified {
 }
 
 impl Shared {
-    fn mapper(&self) -> Arc<crate::discovery::Discovery> {
+    fn mapper(&self) -> Arc<coxswain_runtime::discovery::Discovery> {
         self.mapper
             .read()
             .unwrap_or_else(|e| e.into_inner())

@@ -3,7 +3,7 @@
 //! Upstream `pkg/controller/garbagecollector/garbagecollector.go` (with `graph.go`,
 //! `graph_builder.go`, `operations.go`, `patch.go`). How it fits together:
 //!
-//! - **discovery** ([`crate::discovery`]) finds every preferred resource that supports
+//! - **discovery** ([`coxswain_runtime::discovery`]) finds every preferred resource that supports
 //!   `list`, `watch` and `delete` (custom resources included; `events` ignored), again
 //!   every [`GarbageCollectorOptions::resync_period`] (30 s), starting and stopping
 //!   monitors as resources come and go;
@@ -44,9 +44,9 @@ use coxswain_runtime::events::EventRecorder;
 use coxswain_runtime::manager::{BoxError, Runnable};
 use coxswain_runtime::workqueue::{QueueConfig, RateLimitedQueue};
 
-use crate::discovery::{Discovery, ResourceInfo};
 use builder::{GraphBuilder, GraphEvent, Item};
 use collector::Outcome;
+use coxswain_runtime::discovery::{Discovery, ResourceInfo};
 use graph::{AbsentOwnerCache, Graph, Uid};
 use monitors::{ChangeSender, Monitors};
 use operations::Operations;
@@ -62,7 +62,7 @@ pub fn descriptor() -> Descriptor {
         disabled_by_default: false,
         constructor: |ctx: &ControllerContext<'_>| {
             let gc = GarbageCollector::new(
-                ctx.manager.client().clone(),
+                ctx.manager.kube_client().clone(),
                 Some(ctx.manager.event_recorder(NAME)),
                 GarbageCollectorOptions::default(),
             );

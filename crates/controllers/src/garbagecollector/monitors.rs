@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use coxswain_runtime::cache::{Change, Informer, InformerConfig, ResourceApi, Transform};
 
 use super::builder::{EventKind, GraphEvent, Gvk, Meta};
-use crate::discovery::ResourceInfo;
+use coxswain_runtime::discovery::ResourceInfo;
 
 /// The sending side of the graph builder's channel, counting what is queued.
 #[derive(Clone)]

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::builder::Meta;
 use super::graph::{ObjectRef, OwnerRef, Uid};
-use crate::discovery::{Discovery, ResourceInfo};
+use coxswain_runtime::discovery::{Discovery, ResourceInfo};
 
 /// Why an operation failed.
 #[derive(Debug, thiserror::Error)]

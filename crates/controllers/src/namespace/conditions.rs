@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{NamespaceCondition, NamespaceStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::discovery::Gvr;
+use coxswain_runtime::discovery::Gvr;
 
 /// `NamespaceDeletionDiscoveryFailure`.
 pub const DISCOVERY_FAILURE: &str = "NamespaceDeletionDiscoveryFailure";

@@ -24,7 +24,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::PartialObjectMeta;
 
 use super::conditions::ConditionUpdater;
-use crate::discovery::{Discovery, Gvr, ResourceInfo};
+use coxswain_runtime::discovery::{Discovery, Gvr, ResourceInfo};
 
 /// Assumed wait for finalizers of remaining objects to complete (upstream
 /// `finalizerEstimateSeconds`).

@@ -48,7 +48,7 @@ pub fn descriptor() -> Descriptor {
         constructor: |ctx: &ControllerContext<'_>| {
             let c = NamespaceController::new(
                 ctx.manager.cache(),
-                ctx.manager.client().clone(),
+                ctx.manager.kube_client().clone(),
                 NamespaceControllerOptions::default(),
             );
             Ok(Box::new(c) as Box<dyn Runnable>)

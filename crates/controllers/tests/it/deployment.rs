@@ -120,7 +120,7 @@ async fn sync_replica_set(client: kube::Client, key: ObjectKey) -> Result<Action
 }
 
 fn replicaset_controller(mgr: &Manager) -> Controller<impl Reconciler> {
-    let client = mgr.client().clone();
+    let client = mgr.kube_client().clone();
     ControllerBuilder::new(mgr.cache())
         .named("test-replicaset")
         .for_::<ReplicaSet>()

@@ -149,7 +149,11 @@ impl Default for InformerConfig {
     }
 }
 
-type Handler<K> = Box<dyn Fn(&Change<K>) + Send + Sync>;
+type Handler<K> = (HandlerId, Box<dyn Fn(&Change<K>) + Send + Sync>);
+
+/// Names a handler added to an informer, to remove it later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HandlerId(u64);
 
 /// Changes an object before it is stored (drop fields nobody reads, say).
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
@@ -158,6 +162,7 @@ pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 pub struct Informer<K> {
     store: Arc<Store<K>>,
     handlers: Mutex<Vec<Handler<K>>>,
+    next_handler: std::sync::atomic::AtomicU64,
     synced: watch::Sender<bool>,
     config: InformerConfig,
     transform: Option<Transform<K>>,
@@ -253,6 +258,7 @@ where
         Arc::new(Informer {
             store: Arc::new(Store::default()),
             handlers: Mutex::new(Vec::new()),
+            next_handler: std::sync::atomic::AtomicU64::new(0),
             synced,
             config,
             transform,
@@ -282,10 +288,26 @@ where
     }
 
     /// Register a handler; it first sees every object already cached as added.
-    pub fn add_handler(&self, handler: impl Fn(&Change<K>) + Send + Sync + 'static) {
+    pub fn add_handler(&self, handler: impl Fn(&Change<K>) + Send + Sync + 'static) -> HandlerId {
+        let id = HandlerId(
+            self.next_handler
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
         let mut handlers = self.lock_handlers();
         self.store.for_each(|o| handler(&Change::Added(o)));
-        handlers.push(Box::new(handler));
+        handlers.push((id, Box::new(handler)));
+        id
+    }
+
+    /// Stop calling the handler `id` (once this returns, it is not running and will not
+    /// run again).
+    pub fn remove_handler(&self, id: HandlerId) {
+        self.lock_handlers().retain(|(h, _)| *h != id);
+    }
+
+    /// Number of handlers registered.
+    pub fn handler_count(&self) -> usize {
+        self.lock_handlers().len()
     }
 
     fn lock_handlers(&self) -> std::sync::MutexGuard<'_, Vec<Handler<K>>> {
@@ -294,7 +316,7 @@ where
 
     fn dispatch(handlers: &[Handler<K>], changes: &[Change<K>]) {
         for c in changes {
-            for h in handlers {
+            for (_, h) in handlers {
                 h(c);
             }
         }

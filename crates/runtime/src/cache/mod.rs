@@ -8,6 +8,7 @@
 //! compact wire JSON, decoded for each read ([`Storage`]).
 
 mod informer;
+pub mod metadata;
 mod store;
 
 use std::any::{Any, TypeId};
@@ -22,7 +23,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-pub use informer::{Informer, InformerConfig, ListWatch, RawObject, ResourceApi, Transform};
+pub use informer::{
+    HandlerId, Informer, InformerConfig, ListWatch, RawObject, ResourceApi, Transform,
+};
+pub use metadata::{HandlerRegistration, Meta, MetadataInformer};
 pub use store::{Change, IndexFn, Storage, Store, NAMESPACE_INDEX};
 
 use crate::object::ObjectKey;
@@ -58,10 +62,19 @@ struct Running {
     synced: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
+/// A resource's metadata view: a typed informer seen as metadata, or a metadata-only
+/// informer (which `stop` ends).
+struct MetaEntry {
+    informer: MetadataInformer,
+    stop: Option<CancellationToken>,
+}
+
 /// The process-wide informer cache.
 pub struct Cache {
     client: Client,
     informers: Mutex<HashMap<InformerId, Running>>,
+    /// collection URL → its metadata view
+    metadata: Mutex<HashMap<String, MetaEntry>>,
     namespace: Option<String>,
     transforms: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     defaults: InformerConfig,
@@ -74,6 +87,7 @@ impl Cache {
         Cache {
             client,
             informers: Mutex::new(HashMap::new()),
+            metadata: Mutex::new(HashMap::new()),
             namespace: None,
             transforms: Mutex::new(HashMap::new()),
             defaults: InformerConfig::default(),
@@ -118,8 +132,68 @@ impl Cache {
     where
         K::Scope: 'static,
     {
-        let api = ResourceApi::new(self.client.clone(), self.url_of::<K>());
-        self.shared_informer(api, String::new(), config)
+        let url = self.url_of::<K>();
+        let whole = config.label_selector.is_none() && config.field_selector.is_none();
+        let api = ResourceApi::new(self.client.clone(), url.clone());
+        let informer = self.shared_informer(api, String::new(), config);
+        if whole {
+            // the metadata view of this collection, for controllers of every resource
+            let mut views = self.metadata.lock().unwrap_or_else(|e| e.into_inner());
+            views.entry(url).or_insert_with(|| MetaEntry {
+                informer: MetadataInformer {
+                    source: Arc::new(metadata::TypedMeta {
+                        informer: informer.clone(),
+                        types: kube::api::TypeMeta {
+                            api_version: K::api_version(&()).into_owned(),
+                            kind: K::kind(&()).into_owned(),
+                        },
+                    }),
+                },
+                stop: None,
+            });
+        }
+        informer
+    }
+
+    /// The objects of the collection at `collection_url` (`/api/v1/pods`,
+    /// `/apis/example.com/v1/widgets`, all namespaces) as metadata: the typed informer of
+    /// that collection when one runs, else a metadata-only informer started now and
+    /// shared by every later caller, so each resource is watched once (see
+    /// [`metadata`]).
+    pub fn metadata_for(&self, collection_url: &str) -> MetadataInformer {
+        let mut views = self.metadata.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = views.get(collection_url) {
+            return v.informer.clone();
+        }
+        let transform: Transform<Meta> = Arc::new(metadata::prune);
+        let informer = Informer::<Meta>::with_transform(InformerConfig::default(), Some(transform));
+        let stop = self.cancel.child_token();
+        let api = ResourceApi::new(self.client.clone(), collection_url.to_string()).metadata_only();
+        let runner = informer.clone();
+        let token = stop.clone();
+        tokio::spawn(async move { runner.run(api, token).await });
+        tracing::debug!(resource = collection_url, "metadata informer started");
+        let view = MetadataInformer { source: informer };
+        views.insert(
+            collection_url.to_string(),
+            MetaEntry {
+                informer: view.clone(),
+                stop: Some(stop),
+            },
+        );
+        view
+    }
+
+    /// Stop the metadata-only informer of `collection_url` (its resource is no longer
+    /// served: a custom resource definition was deleted, say). Typed informers keep
+    /// running.
+    pub fn stop_metadata(&self, collection_url: &str) {
+        let mut views = self.metadata.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stop) = views.get(collection_url).and_then(|v| v.stop.clone()) {
+            stop.cancel();
+            views.remove(collection_url);
+            tracing::debug!(resource = collection_url, "metadata informer stopped");
+        }
     }
 
     /// The collection URL of `K` (restricted to the cache's namespace if it has one).
@@ -225,12 +299,22 @@ impl Cache {
             .all(|r| (r.synced)())
     }
 
-    /// Number of informers running (one watch connection each).
+    /// Number of informers running (one watch connection each), metadata-only ones
+    /// included.
     pub fn informer_count(&self) -> usize {
-        self.informers
+        let typed = self
+            .informers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .len()
+            .len();
+        let metadata_only = self
+            .metadata
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|v| v.stop.is_some())
+            .count();
+        typed + metadata_only
     }
 
     /// Add a secondary index to `K`'s default informer (controller-runtime's

@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::Cache;
+use coxswain_runtime::client::Client;
 use coxswain_runtime::controller::{Action, ControllerOptions, ReconcileError, ReconcileResult};
+use coxswain_runtime::controllerutil::set_controller_reference;
 use coxswain_runtime::envtest;
 use coxswain_runtime::workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::ByteString;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, Resource};
+use kube::Api;
 use tokio_util::sync::CancellationToken;
 
 async fn eventually(what: &str, mut f: impl AsyncFnMut() -> bool) {
@@ -36,39 +37,27 @@ fn cm(name: &str, v: &str) -> ConfigMap {
     c
 }
 
+/// The example's reconcile, on the helpers: the Secret is created or updated to mirror
+/// the ConfigMap, which controls it.
 async fn mirror(cache: Arc<Cache>, key: ObjectKey) -> ReconcileResult {
-    let Some(cm) = cache.get::<ConfigMap>(&key).await else {
+    let client = Client::new(cache);
+    let Some(cm) = client.get::<ConfigMap>(&key).await? else {
         return Ok(Action::Done);
     };
-    let ns = key.namespace().unwrap_or_default().to_string();
     let mut secret = Secret::default();
     secret.metadata.name = Some(key.name().to_string());
-    secret.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        name: key.name().to_string(),
-        uid: cm.meta().uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }]);
-    secret.data = cm.data.as_ref().map(|d| {
-        d.iter()
-            .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
-            .collect()
-    });
-    let secrets: Api<Secret> = Api::namespaced(cache.client().clone(), &ns);
-    match cache.get::<Secret>(&key).await {
-        None => {
-            secrets.create(&PostParams::default(), &secret).await?;
-        }
-        Some(existing) if existing.data != secret.data => {
-            secret.metadata.resource_version = existing.metadata.resource_version.clone();
-            secrets
-                .replace(key.name(), &PostParams::default(), &secret)
-                .await?;
-        }
-        Some(_) => {}
-    }
+    secret.metadata.namespace = key.namespace().map(str::to_string);
+    client
+        .create_or_update(secret, |s| {
+            set_controller_reference(cm.as_ref(), s)?;
+            s.data = cm.data.as_ref().map(|d| {
+                d.iter()
+                    .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+                    .collect()
+            });
+            Ok(())
+        })
+        .await?;
     Ok(Action::Done)
 }
 

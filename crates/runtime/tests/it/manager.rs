@@ -476,7 +476,7 @@ fn sigterm_child() -> Option<i32> {
             ..ManagerOptions::default()
         };
         let mgr = Manager::new(config, opts).expect("manager");
-        let client = mgr.client().clone();
+        let client = mgr.kube_client().clone();
         let controller = ControllerBuilder::new(mgr.cache())
             .named("slow")
             .for_::<ConfigMap>()

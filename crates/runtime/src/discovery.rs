@@ -1,4 +1,6 @@
-//! Server discovery for the garbage collector and the namespace controller.
+//! Server discovery: which resources the API server serves, shared by the controllers
+//! that act on every resource (the garbage collector, the namespace and quota
+//! controllers).
 //!
 //! What client-go's `discovery.ServerPreferredResources` and
 //! `ServerPreferredNamespacedResources` give kube-controller-manager
@@ -13,10 +15,15 @@
 //!   left out;
 //! - [`Discovery::mapping`] maps any served `apiVersion` + `kind` to its resource, as a
 //!   `RESTMapper` built from the same answers.
+//!
+//! [`SharedDiscovery`] (one per manager, [`crate::manager::Manager::discovery`]) keeps the
+//! last answer for every user: a refresh asked for by several controllers at once is one
+//! round of requests, and each can ask for an answer no older than it can afford.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use kube::core::ApiResource;
@@ -277,6 +284,87 @@ impl Discovery {
             })
             .collect();
         Ok(Discovery::from_lists(groups))
+    }
+}
+
+/// The last discovery answer, shared by every controller of a process.
+#[derive(Clone)]
+pub struct SharedDiscovery {
+    inner: Arc<SharedInner>,
+}
+
+struct SharedInner {
+    client: kube::Client,
+    current: tokio::sync::watch::Sender<Arc<Discovery>>,
+    /// when `current` was fetched (`None`: never)
+    fetched: Mutex<Option<Instant>>,
+    /// one refresh at a time
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for SharedDiscovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedDiscovery")
+            .field("resources", &self.current().preferred.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedDiscovery {
+    /// Discovery through `client`; nothing is asked until the first refresh.
+    pub fn new(client: kube::Client) -> Self {
+        SharedDiscovery {
+            inner: Arc::new(SharedInner {
+                client,
+                current: tokio::sync::watch::channel(Arc::new(Discovery::default())).0,
+                fetched: Mutex::new(None),
+                refreshing: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The last answer (empty before the first refresh).
+    pub fn current(&self) -> Arc<Discovery> {
+        self.inner.current.borrow().clone()
+    }
+
+    /// Learn of every new answer.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Discovery>> {
+        self.inner.current.subscribe()
+    }
+
+    fn fetched_after(&self, t: Instant) -> bool {
+        self.inner
+            .fetched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|f| f >= t)
+    }
+
+    /// Ask the server again. Callers that arrive while a refresh runs share its answer.
+    /// A failed refresh keeps the last answer.
+    pub async fn refresh(&self) -> Result<Arc<Discovery>, kube::Error> {
+        let asked = Instant::now();
+        let _one = self.inner.refreshing.lock().await;
+        if self.fetched_after(asked) {
+            return Ok(self.current());
+        }
+        let started = Instant::now();
+        let d = Arc::new(Discovery::run(&self.inner.client).await?);
+        *self.inner.fetched.lock().unwrap_or_else(|e| e.into_inner()) = Some(started);
+        self.inner.current.send_replace(d.clone());
+        Ok(d)
+    }
+
+    /// The last answer if it is at most `max_age` old, else a fresh one.
+    pub async fn fresh(&self, max_age: Duration) -> Result<Arc<Discovery>, kube::Error> {
+        let recent = Instant::now().checked_sub(max_age);
+        if let Some(t) = recent {
+            if self.fetched_after(t) {
+                return Ok(self.current());
+            }
+        }
+        self.refresh().await
     }
 }
 

@@ -4,14 +4,21 @@
 //! cache (starting the kind's informer on first use and waiting for its sync), with label
 //! selectors and secondary-index lookups; every write (create, replace, patch, delete,
 //! the status and scale subresources) goes to the API server. A kind can opt out of the
-//! cache and be read directly ([`Client::uncached`]).
+//! cache and be read directly ([`Client::uncached`]). On top: create-or-update,
+//! create-or-patch and server-side apply ([`Client::create_or_update`],
+//! [`Client::create_or_patch`], [`Client::apply`]), with an optional default field
+//! manager for every write ([`Client::with_field_owner`]).
+
+mod upsert;
+
+pub use upsert::{ApplyOptions, UpsertError};
 
 use std::any::TypeId;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::autoscaling::v1::Scale;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::Request;
 use serde::Serialize;
 
@@ -71,6 +78,19 @@ pub fn program_name() -> String {
         .unwrap_or_else(|| "coxswain".to_string())
 }
 
+/// Percent-encode a query value (everything but unreserved characters).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// What a cached `list` returns.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
@@ -87,6 +107,7 @@ pub struct ListOptions {
 pub struct Client {
     cache: Arc<Cache>,
     uncached: Arc<HashSet<TypeId>>,
+    field_owner: Option<Arc<str>>,
 }
 
 fn request_for<K: CachedKind>(namespace: Option<&str>) -> Request {
@@ -103,7 +124,24 @@ impl Client {
         Client {
             cache,
             uncached: Arc::new(HashSet::new()),
+            field_owner: None,
         }
+    }
+
+    /// The same client, naming `manager` as the field manager of every write that names
+    /// none (controller-runtime's `client.WithFieldOwner`); without it the API server
+    /// records the User-Agent's program name.
+    pub fn with_field_owner(mut self, manager: &str) -> Self {
+        self.field_owner = Some(Arc::from(manager));
+        self
+    }
+
+    fn patch_params(&self, params: &PatchParams) -> PatchParams {
+        let mut p = params.clone();
+        if p.field_manager.is_none() {
+            p.field_manager = self.field_owner.as_deref().map(str::to_string);
+        }
+        p
     }
 
     /// Read kind `K` from the server instead of the cache.
@@ -203,7 +241,7 @@ impl Client {
     /// Create `obj` (its namespace is taken from its metadata).
     pub async fn create<K: CachedKind + Serialize>(&self, obj: &K) -> Result<K, Error> {
         let ns = obj.meta().namespace.clone();
-        self.send(request_for::<K>(ns.as_deref()).create(&PostParams::default(), body(obj)?))
+        self.send(request_for::<K>(ns.as_deref()).create(&self.post_params(), body(obj)?))
             .await
     }
 
@@ -212,7 +250,7 @@ impl Client {
         let key = ObjectKey::of(obj);
         self.send(request_for::<K>(key.namespace()).replace(
             key.name(),
-            &PostParams::default(),
+            &self.post_params(),
             body(obj)?,
         ))
         .await
@@ -225,8 +263,31 @@ impl Client {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K, Error> {
-        self.send(request_for::<K>(key.namespace()).patch(key.name(), params, patch))
-            .await
+        self.send(request_for::<K>(key.namespace()).patch(
+            key.name(),
+            &self.patch_params(params),
+            patch,
+        ))
+        .await
+    }
+
+    /// Apply a JSON patch (RFC 6902) to the object at `key`; its `test` operations make
+    /// it conditional (a failed test answers 422 and changes nothing).
+    pub async fn patch_json<K: CachedKind>(
+        &self,
+        key: &ObjectKey,
+        patch: &json_patch::Patch,
+    ) -> Result<K, Error> {
+        let mut url = format!("{}/{}", K::url_path(&(), key.namespace()), key.name());
+        if let Some(manager) = &self.field_owner {
+            url.push_str("?fieldManager=");
+            url.push_str(&percent_encode(manager));
+        }
+        let req = http::Request::patch(url)
+            .header(http::header::CONTENT_TYPE, "application/json-patch+json")
+            .body(body(patch)?)
+            .map_err(|e| Error::BuildRequest(kube::core::request::Error::BuildRequest(e)));
+        self.kube().request(req?).await
     }
 
     /// Delete the object at `key`; `Ok(false)` when it was already gone.
@@ -251,7 +312,7 @@ impl Client {
         self.send(request_for::<K>(key.namespace()).replace_subresource(
             "status",
             key.name(),
-            &PostParams::default(),
+            &self.post_params(),
             body(obj)?,
         ))
         .await
@@ -267,7 +328,7 @@ impl Client {
         self.send(request_for::<K>(key.namespace()).patch_subresource(
             "status",
             key.name(),
-            params,
+            &self.patch_params(params),
             patch,
         ))
         .await
