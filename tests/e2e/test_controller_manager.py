@@ -94,3 +94,43 @@ def test_two_controller_managers_never_lead_at_once(server):
     finally:
         stop_process(a)
         stop_process(b)
+
+
+def metric(text, name, controller):
+    m = re.search(rf'^{name}\{{controller="{re.escape(controller)}"\}} (\S+)', text, re.M)
+    return m and float(m.group(1))
+
+
+def test_each_controller_takes_its_own_flags(server):
+    """Per-controller options (upstream's config/types.go): worker counts reach each
+    controller's reconcile loop, and the namespace controller and both garbage collector
+    loops report controller-runtime's reconcile metrics like every other controller."""
+    proc, url = start_cm(
+        server, "--leader-elect=false", "--concurrent-namespace-syncs=3",
+        "--concurrent-gc-syncs=7", "--concurrent-serviceaccount-syncs=2",
+        "--namespace-sync-period=1m",
+    )
+    try:
+        wait_until(lambda: (r := get(url, "/metrics")) is not None
+                   and metric(r.text, "controller_runtime_max_concurrent_reconciles",
+                              "garbage_collector_attempt_to_delete") is not None,
+                   timeout=60)
+        text = get(url, "/metrics").text
+        workers = lambda c: metric(text, "controller_runtime_max_concurrent_reconciles", c)
+        assert workers("namespace") == 3
+        assert workers("garbage_collector_attempt_to_delete") == 7
+        assert workers("garbage_collector_attempt_to_orphan") == 7
+        assert workers("serviceaccount-controller") == 2
+        assert workers("deployment") == 5
+    finally:
+        stop_process(proc)
+    proc, url = start_cm(server, "--leader-elect=false", "--enable-garbage-collector=false")
+    try:
+        wait_until(lambda: (r := get(url, "/healthz")) is not None and r.status_code == 200,
+                   timeout=30)
+        listing = get(url, "/debug/controllers").text
+        assert "garbage-collector-controller disabled (by its options)" in listing, listing
+        assert "namespace-controller enabled" in listing
+        assert "garbage_collector_attempt_to_delete" not in get(url, "/metrics").text
+    finally:
+        stop_process(proc)

@@ -52,6 +52,22 @@ pub struct Args {
     /// ReplicationControllers synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_rc_syncs: usize,
+    /// Enables the generic garbage collector.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    enable_garbage_collector: bool,
+    /// Garbage collector workers (per queue).
+    #[arg(long, default_value_t = 20)]
+    concurrent_gc_syncs: usize,
+    /// Namespaces deleted concurrently.
+    #[arg(long, default_value_t = 10)]
+    concurrent_namespace_syncs: usize,
+    /// How often terminating namespaces are looked at again.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    namespace_sync_period: Duration,
+    /// Namespaces the service account controller syncs concurrently (upstream runs one
+    /// worker and has no flag).
+    #[arg(long, default_value_t = 1)]
+    concurrent_serviceaccount_syncs: usize,
     /// Queries per second to the API server (0: unlimited).
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f32,
@@ -89,6 +105,22 @@ impl Args {
         }
     }
 
+    /// Each controller's options from its flags (upstream's per-controller
+    /// configuration structs).
+    fn controller_options(&self, root_ca: Option<String>) -> ControllerManagerOptions {
+        let mut o = ControllerManagerOptions::default();
+        o.deployment.concurrent_deployment_syncs = self.concurrent_deployment_syncs;
+        o.replicaset.concurrent_rs_syncs = self.concurrent_replicaset_syncs;
+        o.replication_controller.concurrent_rc_syncs = self.concurrent_rc_syncs;
+        o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
+        o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
+        o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;
+        o.namespace.namespace_sync_period = self.namespace_sync_period;
+        o.service_account.concurrent_serviceaccount_syncs = self.concurrent_serviceaccount_syncs;
+        o.service_account.root_ca = root_ca;
+        o
+    }
+
     fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
         let root_ca = match &self.root_ca_file {
             Some(path) => Some(
@@ -111,12 +143,7 @@ impl Args {
             controller_start_interval: self.controller_start_interval,
             bind_address: self.bind_address,
             secure_port: self.secure_port,
-            options: ControllerManagerOptions {
-                concurrent_deployment_syncs: self.concurrent_deployment_syncs,
-                concurrent_replicaset_syncs: self.concurrent_replicaset_syncs,
-                concurrent_rc_syncs: self.concurrent_rc_syncs,
-                root_ca,
-            },
+            options: self.controller_options(root_ca),
         })
     }
 }

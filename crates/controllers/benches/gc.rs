@@ -88,8 +88,13 @@ async fn child(kubeconfig: &str, expected: usize) {
     let base_heap = LIVE.load(Ordering::Relaxed);
     let base_rss = status_kib("VmRSS:");
     println!("BASE {base_heap} {base_rss}");
+    let cache = std::sync::Arc::new(coxswain_runtime::cache::Cache::new(
+        client.clone(),
+        tokio_util::sync::CancellationToken::new(),
+    ));
     let gc = coxswain_controllers::garbagecollector::GarbageCollector::new(
-        client,
+        cache,
+        coxswain_runtime::discovery::SharedDiscovery::new(client),
         None,
         Default::default(),
     );

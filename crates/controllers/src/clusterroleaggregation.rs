@@ -52,8 +52,8 @@ pub fn descriptor() -> Descriptor {
     }
 }
 
-fn construct(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    Ok(Box::new(new_controller(ctx.manager)))
+fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
+    Ok(Some(Box::new(new_controller(ctx.manager))))
 }
 
 /// Builds the controller on the manager's shared ClusterRole informer.

@@ -166,8 +166,8 @@ pub async fn run_with_address(
         ..ManagerOptions::default()
     };
     let mut controller_options = config.options.clone();
-    if controller_options.root_ca.is_none() {
-        controller_options.root_ca = crate::rootcacertpublisher::root_ca_of(&kube);
+    if controller_options.service_account.root_ca.is_none() {
+        controller_options.service_account.root_ca = crate::rootcacertpublisher::root_ca_of(&kube);
     }
     let mut kube = kube;
     // writes appear in managedFields as kube-controller-manager's
@@ -181,12 +181,18 @@ pub async fn run_with_address(
         options: &controller_options,
     };
     let mut started: Vec<&'static str> = Vec::new();
+    let mut off: Vec<&'static str> = Vec::new();
     for (i, d) in selected.iter().enumerate() {
-        let controller =
+        let constructed =
             (d.constructor)(&ctx).map_err(|reason| ControllerManagerError::Construct {
                 name: d.name,
                 reason,
             })?;
+        let Some(controller) = constructed else {
+            tracing::info!(controller = d.name, "controller is disabled by its options");
+            off.push(d.name);
+            continue;
+        };
         let delay = if config.controller_start_interval.is_zero() {
             Duration::ZERO
         } else {
@@ -200,7 +206,7 @@ pub async fn run_with_address(
         started.push(d.name);
         tracing::info!(controller = d.name, "controller registered");
     }
-    let listing = debug_listing(registry.descriptors(), &started);
+    let listing = debug_listing(registry.descriptors(), &started, &off);
     manager.add_metrics_extra_handler(
         "/debug/controllers",
         axum::routing::get(move || {
@@ -213,11 +219,13 @@ pub async fn run_with_address(
 }
 
 /// `/debug/controllers`: each known controller, whether it runs, and its aliases.
-fn debug_listing(all: &[Descriptor], started: &[&'static str]) -> String {
+fn debug_listing(all: &[Descriptor], started: &[&'static str], off: &[&'static str]) -> String {
     let mut out = String::new();
     for d in all {
         let state = if started.contains(&d.name) {
             "enabled"
+        } else if off.contains(&d.name) {
+            "disabled (by its options)"
         } else if d.disabled_by_default {
             "disabled (off by default)"
         } else {

@@ -25,52 +25,15 @@ pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 
-use coxswain_runtime::manager::Runnable;
-use registry::{ControllerContext, Descriptor, Registry};
-
-fn deployment(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    Ok(Box::new(deployment::deployment_controller(
-        ctx.manager,
-        ctx.options.concurrent_deployment_syncs,
-    )))
-}
-
-fn replicaset(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    Ok(Box::new(replicaset::replicaset_controller(
-        ctx.manager,
-        ctx.options.concurrent_replicaset_syncs,
-    )))
-}
-
-fn replicationcontroller(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    Ok(Box::new(replicaset::replication_controller(
-        ctx.manager,
-        ctx.options.concurrent_rc_syncs,
-    )))
-}
+use registry::Registry;
 
 /// The registry of every built-in controller (kube-controller-manager's
 /// `NewControllerDescriptors` for what coxswain implements), with upstream names.
 pub fn builtin() -> Registry {
     Registry::new(vec![
-        Descriptor {
-            name: "deployment-controller",
-            aliases: &["deployment"],
-            disabled_by_default: false,
-            constructor: deployment,
-        },
-        Descriptor {
-            name: "replicaset-controller",
-            aliases: &["replicaset"],
-            disabled_by_default: false,
-            constructor: replicaset,
-        },
-        Descriptor {
-            name: "replicationcontroller-controller",
-            aliases: &["replicationcontroller"],
-            disabled_by_default: false,
-            constructor: replicationcontroller,
-        },
+        deployment::descriptor(),
+        replicaset::descriptor(),
+        replicaset::replication_descriptor(),
         garbagecollector::descriptor(),
         namespace::descriptor(),
         serviceaccount::descriptor(),

@@ -19,33 +19,29 @@ pub struct ControllerContext<'a> {
     pub options: &'a ControllerManagerOptions,
 }
 
-/// Options the built-in controllers read (kube-controller-manager flags).
-#[derive(Clone, Debug)]
+/// The options of every built-in controller, one struct per controller as upstream's
+/// `KubeControllerManagerConfiguration` (`cmd/kube-controller-manager/app/config`,
+/// `pkg/controller/<name>/config/types.go`); each controller reads its own.
+#[derive(Clone, Debug, Default)]
 pub struct ControllerManagerOptions {
-    /// `--concurrent-deployment-syncs` (default 5).
-    pub concurrent_deployment_syncs: usize,
-    /// `--concurrent-replicaset-syncs` (default 5).
-    pub concurrent_replicaset_syncs: usize,
-    /// `--concurrent-rc-syncs` (default 5).
-    pub concurrent_rc_syncs: usize,
-    /// The cluster CA bundle (PEM) the root CA publisher puts in every namespace:
-    /// `--root-ca-file`, else the CA of the client configuration.
-    pub root_ca: Option<String>,
+    /// `deployment-controller`.
+    pub deployment: crate::deployment::DeploymentControllerOptions,
+    /// `replicaset-controller`.
+    pub replicaset: crate::replicaset::ReplicaSetControllerOptions,
+    /// `replicationcontroller-controller`.
+    pub replication_controller: crate::replicaset::ReplicationControllerOptions,
+    /// `garbage-collector-controller`.
+    pub garbage_collector: crate::garbagecollector::GarbageCollectorOptions,
+    /// `namespace-controller`.
+    pub namespace: crate::namespace::NamespaceControllerOptions,
+    /// `serviceaccount-controller` and the root CA publisher (upstream's
+    /// `SAControllerConfiguration`).
+    pub service_account: crate::serviceaccount::ServiceAccountControllerOptions,
 }
 
-impl Default for ControllerManagerOptions {
-    fn default() -> Self {
-        ControllerManagerOptions {
-            concurrent_deployment_syncs: 5,
-            concurrent_replicaset_syncs: 5,
-            concurrent_rc_syncs: 5,
-            root_ca: None,
-        }
-    }
-}
-
-/// Builds a controller.
-pub type Constructor = fn(&ControllerContext<'_>) -> Result<Box<dyn Runnable>, String>;
+/// Builds a controller; `Ok(None)` when its own options turn it off
+/// (`--enable-garbage-collector=false`).
+pub type Constructor = fn(&ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String>;
 
 /// One built-in controller.
 #[derive(Clone, Copy)]
@@ -166,7 +162,7 @@ fn is_enabled(name: &str, disabled_by_default: bool, flags: &[String]) -> bool {
 mod tests {
     use super::*;
 
-    fn none(_: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
+    fn none(_: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
         Err("not built in tests".into())
     }
 

@@ -59,13 +59,13 @@ pub fn descriptor() -> Descriptor {
     }
 }
 
-fn construct(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    let bundle = ctx.options.root_ca.clone().unwrap_or_else(|| {
+fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
+    let bundle = ctx.options.service_account.root_ca.clone().unwrap_or_else(|| {
         // upstream publishes an empty bundle when the controller manager has no CA
         tracing::warn!("no root CA bundle (no --root-ca-file and no CA in the client configuration): publishing an empty ca.crt");
         String::new()
     });
-    Ok(Box::new(new_controller(ctx.manager, bundle)))
+    Ok(Some(Box::new(new_controller(ctx.manager, bundle))))
 }
 
 /// The bundle in a `--root-ca-file`: PEM text holding at least one certificate

@@ -6,8 +6,9 @@
 //! updated, or whose `default` ServiceAccount is deleted, is synced: when the namespace is
 //! `Active` and the account is missing from the cache, the account is created (an
 //! `AlreadyExists` answer is success, and so is a refusal because the namespace is
-//! terminating). A namespace that is not `Active` (terminating) is skipped. One worker,
-//! as upstream's `Run(ctx, 1)`.
+//! terminating). A namespace that is not `Active` (terminating) is skipped. One worker by
+//! default, as upstream's `Run(ctx, 1)`; `--concurrent-serviceaccount-syncs` (a coxswain
+//! flag: upstream hard-codes the one worker) changes it.
 
 use std::sync::Arc;
 
@@ -42,13 +43,34 @@ pub fn descriptor() -> Descriptor {
     }
 }
 
-fn construct(ctx: &ControllerContext<'_>) -> Result<Box<dyn Runnable>, String> {
-    Ok(Box::new(new_controller(ctx.manager)))
+fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
+    let workers = ctx.options.service_account.concurrent_serviceaccount_syncs;
+    Ok(Some(Box::new(new_controller(ctx.manager, workers))))
+}
+
+/// The options of the service account controllers (upstream
+/// `SAControllerConfiguration`: this controller and the root CA publisher).
+#[derive(Clone, Debug)]
+pub struct ServiceAccountControllerOptions {
+    /// Namespaces synced at once (`--concurrent-serviceaccount-syncs`, 1).
+    pub concurrent_serviceaccount_syncs: usize,
+    /// The cluster CA bundle (PEM) the root CA publisher puts in every namespace:
+    /// `--root-ca-file`, else the CA of the client configuration.
+    pub root_ca: Option<String>,
+}
+
+impl Default for ServiceAccountControllerOptions {
+    fn default() -> Self {
+        ServiceAccountControllerOptions {
+            concurrent_serviceaccount_syncs: 1,
+            root_ca: None,
+        }
+    }
 }
 
 /// Builds the controller on the manager's shared cache (namespace and service account
-/// informers).
-pub fn new_controller(manager: &Manager) -> Controller<ServiceAccountsReconciler> {
+/// informers), with `workers` concurrent syncs.
+pub fn new_controller(manager: &Manager, workers: usize) -> Controller<ServiceAccountsReconciler> {
     let ensured: BoxPredicate<ServiceAccount> = Arc::new(|c: &Change<ServiceAccount>| match c {
         Change::Deleted(sa) => {
             SERVICE_ACCOUNTS.contains(&sa.metadata.name.as_deref().unwrap_or(""))
@@ -70,10 +92,7 @@ pub fn new_controller(manager: &Manager) -> Controller<ServiceAccountsReconciler
             }),
             vec![ensured],
         )
-        .with_options(ControllerOptions {
-            max_concurrent_reconciles: 1,
-            ..ControllerOptions::default()
-        })
+        .with_options(ControllerOptions::workers(workers))
         .build(ServiceAccountsReconciler {
             client: Client::new(manager.cache().clone()),
         })

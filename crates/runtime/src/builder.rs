@@ -203,7 +203,7 @@ where
         let name = self
             .name
             .unwrap_or_else(|| K::kind(&()).to_ascii_lowercase());
-        let queue = Controller::<R>::queue_for(&name, &self.options);
+        let queue = Controller::<R>::new_queue(&name, &self.options);
         let primary = match self.primary {
             Some(handler) => watch(self.cache, &queue, handler, self.filters),
             None => watch(self.cache, &queue, EnqueueObject, self.filters),
@@ -212,6 +212,6 @@ where
         for r in self.registrations {
             syncs.push(r(self.cache, &queue));
         }
-        Controller::with_queue(name, queue, reconciler, self.options, syncs, self.feeders)
+        Controller::assemble(name, queue, reconciler, self.options, syncs, self.feeders)
     }
 }

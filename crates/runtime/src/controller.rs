@@ -246,11 +246,29 @@ impl<Rec: Reconciler<R>, R: Request> Controller<Rec, R> {
     /// counted, timed, retried and recovered like those of any built controller.
     pub fn new(name: impl Into<String>, reconciler: Rec, options: ControllerOptions<R>) -> Self {
         let name = name.into();
-        let queue = Self::queue_for(&name, &options);
-        Self::with_queue(name, queue, reconciler, options, Vec::new(), Vec::new())
+        let queue = Self::new_queue(&name, &options);
+        Self::assemble(name, queue, reconciler, options, Vec::new(), Vec::new())
     }
 
-    pub(crate) fn with_queue(
+    /// As [`Controller::new`], with a queue made beforehand by [`Controller::new_queue`]
+    /// (for reconcilers that need the queue themselves, to feed it).
+    pub fn with_queue(
+        name: impl Into<String>,
+        queue: RateLimitedQueue<R>,
+        reconciler: Rec,
+        options: ControllerOptions<R>,
+    ) -> Self {
+        Self::assemble(
+            name.into(),
+            queue,
+            reconciler,
+            options,
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    pub(crate) fn assemble(
         name: String,
         queue: RateLimitedQueue<R>,
         reconciler: Rec,
@@ -272,9 +290,9 @@ impl<Rec: Reconciler<R>, R: Request> Controller<Rec, R> {
         }
     }
 
-    /// Make a rate-limited queue for controller `name` with these options; it records
-    /// the `workqueue_*` metrics labelled with the name.
-    pub(crate) fn queue_for(name: &str, options: &ControllerOptions<R>) -> RateLimitedQueue<R> {
+    /// A rate-limited queue for controller `name` with these options' rate limiter; it
+    /// records the `workqueue_*` metrics labelled with the name.
+    pub fn new_queue(name: &str, options: &ControllerOptions<R>) -> RateLimitedQueue<R> {
         let limiter: Arc<dyn RateLimiter<R>> = match &options.rate_limiter {
             Some(l) => l.clone(),
             None => Arc::new(default_controller_rate_limiter::<R>()),

@@ -99,6 +99,34 @@ pub(crate) fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
+/// The Deployment controller's options (upstream `DeploymentControllerConfiguration`).
+#[derive(Clone, Debug)]
+pub struct DeploymentControllerOptions {
+    /// Deployments synced at once (`--concurrent-deployment-syncs`, 5).
+    pub concurrent_deployment_syncs: usize,
+}
+
+impl Default for DeploymentControllerOptions {
+    fn default() -> Self {
+        DeploymentControllerOptions {
+            concurrent_deployment_syncs: 5,
+        }
+    }
+}
+
+/// The registry entry: `deployment-controller`, alias `deployment`.
+pub fn descriptor() -> crate::registry::Descriptor {
+    crate::registry::Descriptor {
+        name: "deployment-controller",
+        aliases: &["deployment"],
+        disabled_by_default: false,
+        constructor: |ctx| {
+            let workers = ctx.options.deployment.concurrent_deployment_syncs;
+            Ok(Some(Box::new(deployment_controller(ctx.manager, workers))))
+        },
+    }
+}
+
 /// The Deployment controller, ready to be added to `mgr`: reconciles Deployments with
 /// `workers` workers, wakes on changes of their ReplicaSets (owned or orphans their
 /// selector matches) and on pod deletions of Recreate Deployments.

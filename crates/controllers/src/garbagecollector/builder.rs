@@ -21,8 +21,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::DynamicObject;
-use kube::core::PartialObjectMeta;
 
 use coxswain_runtime::events::{EventRecorder, EventType};
 use coxswain_runtime::workqueue::RateLimitedQueue;
@@ -33,7 +31,7 @@ use super::graph::{
 };
 
 /// Metadata of one object as the monitors deliver it.
-pub type Meta = PartialObjectMeta<DynamicObject>;
+pub type Meta = coxswain_runtime::cache::Meta;
 
 /// The `foregroundDeletion` finalizer (`metav1.FinalizerDeleteDependents`).
 pub const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";

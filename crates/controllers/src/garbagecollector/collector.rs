@@ -14,6 +14,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+use coxswain_runtime::controller::{Action, ReconcileError, ReconcileResult};
 use coxswain_runtime::events::EventType;
 
 use super::builder::{
@@ -43,15 +44,6 @@ fn waits_for(graph: &Graph, from: &Uid, target: &Uid) -> bool {
         }
     }
     false
-}
-
-/// What to do with a queue item after a worker looked at it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done with it (success, or a failure retrying cannot fix).
-    Forget,
-    /// Try again after the rate limiter's delay.
-    Requeue,
 }
 
 fn has_finalizer(m: &Meta, f: &str) -> bool {
@@ -107,24 +99,25 @@ impl Shared {
         self.changes.send(GraphEvent::VirtualDelete(item.clone()));
     }
 
-    /// One item of `attemptToDelete` (upstream `attemptToDeleteWorker`).
-    pub(super) async fn attempt_to_delete_worker(&self, item: &Item) -> Outcome {
+    /// One item of `attemptToDelete` (upstream `attemptToDeleteWorker`): done, polled
+    /// again (rate limited), or failed (retried with backoff).
+    pub(super) async fn attempt_to_delete_worker(&self, item: &Item) -> ReconcileResult {
         // the graph's current view of the object (the queued identity may be stale)
         let Some(node) = self.view(&item.uid) else {
             tracing::trace!(item = %item, "item no longer in the graph, skipping attemptToDeleteItem");
-            return Outcome::Forget;
+            return Ok(Action::Done);
         };
         match self.attempt_to_delete_item(&node).await {
-            Err(GcError::VirtualDeleteEnqueued) => Outcome::Forget,
-            Err(GcError::NamespacedOwnerOfClusterScopedObject) => Outcome::Forget,
-            Err(e) => {
-                tracing::warn!(item = %node.identity, error = %e, "error syncing item");
-                Outcome::Requeue
-            }
+            Err(GcError::VirtualDeleteEnqueued) => Ok(Action::Done),
+            Err(GcError::NamespacedOwnerOfClusterScopedObject) => Ok(Action::Done),
+            Err(e) => Err(ReconcileError::msg(format!(
+                "error syncing item {}: {e}",
+                node.identity
+            ))),
             // not observed through an informer yet: poll until it is, so that a virtual
             // node for an object added and removed while a watch was down cannot stay
-            Ok(()) if self.view(&item.uid).is_some_and(|n| n.virtual_) => Outcome::Requeue,
-            Ok(()) => Outcome::Forget,
+            Ok(()) if self.view(&item.uid).is_some_and(|n| n.virtual_) => Ok(Action::Requeue),
+            Ok(()) => Ok(Action::Done),
         }
     }
 
@@ -359,7 +352,7 @@ impl Shared {
 
     /// One item of `attemptToOrphan` (upstream `attemptToOrphanWorker`): remove the
     /// owner's references from all its dependents, then its `orphan` finalizer.
-    pub(super) async fn attempt_to_orphan_worker(&self, owner: &Item) -> Outcome {
+    pub(super) async fn attempt_to_orphan_worker(&self, owner: &Item) -> ReconcileResult {
         let (identity, dependents) = {
             let graph = self.graph.read().unwrap_or_else(|e| e.into_inner());
             let identity = graph
@@ -368,8 +361,9 @@ impl Shared {
             (identity, graph.dependents(&owner.uid))
         };
         if let Err(e) = self.orphan_dependents(&identity, &dependents).await {
-            tracing::warn!(owner = %identity, error = %e, "orphanDependents failed");
-            return Outcome::Requeue;
+            return Err(ReconcileError::msg(format!(
+                "orphanDependents for {identity} failed: {e}"
+            )));
         }
         let mapper = self.mapper();
         if let Err(e) = self
@@ -377,10 +371,11 @@ impl Shared {
             .remove_finalizer(&mapper, &identity, FINALIZER_ORPHAN_DEPENDENTS)
             .await
         {
-            tracing::warn!(owner = %identity, error = %e, "removeOrphanFinalizer failed");
-            return Outcome::Requeue;
+            return Err(ReconcileError::msg(format!(
+                "removeOrphanFinalizer for {identity} failed: {e}"
+            )));
         }
-        Outcome::Forget
+        Ok(Action::Done)
     }
 
     /// Upstream `orphanDependents`: the dependents are patched concurrently.

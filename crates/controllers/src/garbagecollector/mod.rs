@@ -40,13 +40,16 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_util::sync::CancellationToken;
 
 use crate::registry::{ControllerContext, Descriptor};
+use coxswain_runtime::cache::Cache;
+use coxswain_runtime::controller::{
+    Context, Controller, ControllerOptions, ReconcileResult, Reconciler,
+};
+use coxswain_runtime::discovery::{Discovery, ResourceInfo, SharedDiscovery};
 use coxswain_runtime::events::EventRecorder;
 use coxswain_runtime::manager::{BoxError, Runnable};
-use coxswain_runtime::workqueue::{QueueConfig, RateLimitedQueue};
+use coxswain_runtime::workqueue::RateLimitedQueue;
 
 use builder::{GraphBuilder, GraphEvent, Item};
-use collector::Outcome;
-use coxswain_runtime::discovery::{Discovery, ResourceInfo};
 use graph::{AbsentOwnerCache, Graph, Uid};
 use monitors::{ChangeSender, Monitors};
 use operations::Operations;
@@ -54,48 +57,64 @@ use operations::Operations;
 /// Canonical name of the controller.
 pub const NAME: &str = "garbage-collector-controller";
 
-/// The registry entry: `garbage-collector-controller`, alias `garbagecollector`.
+/// Name (queue, metrics) of the controller that deletes garbage.
+pub const ATTEMPT_TO_DELETE: &str = "garbage_collector_attempt_to_delete";
+
+/// Name (queue, metrics) of the controller that orphans dependents.
+pub const ATTEMPT_TO_ORPHAN: &str = "garbage_collector_attempt_to_orphan";
+
+/// The registry entry: `garbage-collector-controller`, alias `garbagecollector`; off
+/// with `--enable-garbage-collector=false`.
 pub fn descriptor() -> Descriptor {
     Descriptor {
         name: NAME,
         aliases: &["garbagecollector"],
         disabled_by_default: false,
         constructor: |ctx: &ControllerContext<'_>| {
+            let options = ctx.options.garbage_collector.clone();
+            if !options.enable_garbage_collector {
+                return Ok(None);
+            }
             let gc = GarbageCollector::new(
-                ctx.manager.kube_client().clone(),
+                ctx.manager.cache().clone(),
+                ctx.manager.discovery().clone(),
                 Some(ctx.manager.event_recorder(NAME)),
-                GarbageCollectorOptions::default(),
+                options,
             );
-            Ok(Box::new(gc) as Box<dyn Runnable>)
+            Ok(Some(Box::new(gc) as Box<dyn Runnable>))
         },
     }
 }
 
-/// Tuning of the collector; the defaults are kube-controller-manager's.
+/// The collector's options (upstream `GarbageCollectorControllerConfiguration`); the
+/// defaults are kube-controller-manager's.
 #[derive(Clone, Debug)]
 pub struct GarbageCollectorOptions {
+    /// `--enable-garbage-collector` (true).
+    pub enable_garbage_collector: bool,
     /// Workers per queue (`--concurrent-gc-syncs`, 20).
-    pub workers: usize,
+    pub concurrent_gc_syncs: usize,
+    /// `(group, resource)` pairs never monitored (upstream `GCIgnoredResources`, default
+    /// `DefaultIgnoredResources`: the core and `events.k8s.io` events).
+    pub ignored_resources: Vec<(String, String)>,
     /// How often discovery is asked for new or removed resources (30 s).
     pub resync_period: Duration,
     /// How long the workers wait for the monitors' initial sync before they start anyway
     /// (30 s).
     pub initial_sync_timeout: Duration,
-    /// `(group, resource)` pairs never monitored (upstream `DefaultIgnoredResources`:
-    /// the core and `events.k8s.io` events).
-    pub ignored_resources: Vec<(String, String)>,
 }
 
 impl Default for GarbageCollectorOptions {
     fn default() -> Self {
         GarbageCollectorOptions {
-            workers: 20,
-            resync_period: Duration::from_secs(30),
-            initial_sync_timeout: Duration::from_secs(30),
+            enable_garbage_collector: true,
+            concurrent_gc_syncs: 20,
             ignored_resources: vec![
                 (String::new(), "events".into()),
                 ("events.k8s.io".into(), "events".into()),
             ],
+            resync_period: Duration::from_secs(30),
+            initial_sync_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -172,46 +191,81 @@ impl GcHandle {
 
 /// The garbage collector, as a manager runnable.
 pub struct GarbageCollector {
-    client: kube::Client,
+    cache: Arc<Cache>,
+    discovery: SharedDiscovery,
     options: GarbageCollectorOptions,
     shared: Arc<Shared>,
     receiver: UnboundedReceiver<GraphEvent>,
+    deleter: Controller<DeleteWorker, Item>,
+    orphaner: Controller<OrphanWorker, Item>,
 }
 
-fn queue(name: &str) -> RateLimitedQueue<Item> {
-    RateLimitedQueue::with_config(QueueConfig {
-        name: name.to_string(),
-        metrics: Some(coxswain_runtime::metrics::global().queue(name)),
-        ..QueueConfig::default()
-    })
+/// The `attemptToDelete` reconciler.
+struct DeleteWorker(Arc<Shared>);
+
+impl Reconciler<Item> for DeleteWorker {
+    async fn reconcile(&self, _ctx: Context, item: Item) -> ReconcileResult {
+        self.0.attempt_to_delete_worker(&item).await
+    }
+}
+
+/// The `attemptToOrphan` reconciler.
+struct OrphanWorker(Arc<Shared>);
+
+impl Reconciler<Item> for OrphanWorker {
+    async fn reconcile(&self, _ctx: Context, item: Item) -> ReconcileResult {
+        self.0.attempt_to_orphan_worker(&item).await
+    }
 }
 
 impl GarbageCollector {
-    /// A collector using `client`; `recorder` reports invalid owner references.
+    /// A collector reading metadata through `cache`, finding resources with `discovery`;
+    /// `recorder` reports invalid owner references.
     pub fn new(
-        client: kube::Client,
+        cache: Arc<Cache>,
+        discovery: SharedDiscovery,
         recorder: Option<EventRecorder>,
         options: GarbageCollectorOptions,
     ) -> Self {
         let (tx, receiver) = unbounded_channel();
         let pending = Arc::new(AtomicUsize::new(0));
+        let workers = ControllerOptions::<Item>::workers(options.concurrent_gc_syncs);
+        let delete_queue: RateLimitedQueue<Item> =
+            Controller::<DeleteWorker, Item>::new_queue(ATTEMPT_TO_DELETE, &workers);
+        let orphan_queue: RateLimitedQueue<Item> =
+            Controller::<OrphanWorker, Item>::new_queue(ATTEMPT_TO_ORPHAN, &workers);
         let shared = Arc::new(Shared {
             graph: RwLock::new(Graph::default()),
             absent: Arc::new(Mutex::new(AbsentOwnerCache::new(500))),
-            attempt_to_delete: queue("garbage_collector_attempt_to_delete"),
-            attempt_to_orphan: queue("garbage_collector_attempt_to_orphan"),
+            attempt_to_delete: delete_queue.clone(),
+            attempt_to_orphan: orphan_queue.clone(),
             mapper: RwLock::new(Arc::new(Discovery::default())),
             changes: ChangeSender::new(tx, pending.clone()),
             pending,
-            ops: Operations::new(client.clone()),
+            ops: Operations::new(cache.client().clone()),
             recorder,
             monitors: Mutex::new(None),
         });
+        let deleter = Controller::with_queue(
+            ATTEMPT_TO_DELETE,
+            delete_queue,
+            DeleteWorker(shared.clone()),
+            workers.clone(),
+        );
+        let orphaner = Controller::with_queue(
+            ATTEMPT_TO_ORPHAN,
+            orphan_queue,
+            OrphanWorker(shared.clone()),
+            workers,
+        );
         GarbageCollector {
-            client,
+            cache,
+            discovery,
             options,
             shared,
             receiver,
+            deleter,
+            orphaner,
         }
     }
 
@@ -225,18 +279,18 @@ impl GarbageCollector {
     /// Run until `cancel` fires.
     pub async fn run(self, cancel: CancellationToken) {
         let GarbageCollector {
-            client,
+            cache,
+            discovery,
             options,
             shared,
             receiver,
+            deleter,
+            orphaner,
         } = self;
         tracing::info!(controller = NAME, "starting controller");
         let m = metrics::metrics();
-        *shared.monitors.lock().unwrap_or_else(|e| e.into_inner()) = Some(Monitors::new(
-            client.clone(),
-            shared.changes.clone(),
-            cancel.child_token(),
-        ));
+        *shared.monitors.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Monitors::new(cache, shared.changes.clone()));
         let builder = GraphBuilder::new(
             shared.attempt_to_delete.clone(),
             shared.attempt_to_orphan.clone(),
@@ -252,16 +306,15 @@ impl GarbageCollector {
         ));
 
         let mut current: BTreeSet<Arc<ResourceInfo>> = BTreeSet::new();
-        sync(&client, &options, &shared, &mut current).await;
-        let synced = async {
-            while !(GcHandle {
-                shared: shared.clone(),
-            })
-            .is_synced()
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
+        sync(&discovery, &options, &shared, &mut current).await;
+        let informers = shared
+            .monitors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(Monitors::informers)
+            .unwrap_or_default();
+        let synced = futures::future::join_all(informers.iter().map(|i| i.wait_for_sync()));
         tokio::select! {
             _ = synced => tracing::info!("garbage collector: all resource monitors have synced"),
             _ = tokio::time::sleep(options.initial_sync_timeout) => {
@@ -270,17 +323,15 @@ impl GarbageCollector {
             _ = cancel.cancelled() => {}
         }
         tracing::info!("proceeding to collect garbage");
-        for _ in 0..options.workers.max(1) {
-            tasks.spawn(delete_worker(shared.clone(), cancel.clone()));
-            tasks.spawn(orphan_worker(shared.clone(), cancel.clone()));
-        }
+        tasks.spawn(deleter.run(cancel.clone()));
+        tasks.spawn(orphaner.run(cancel.clone()));
         let mut resync = tokio::time::interval(options.resync_period);
         resync.reset();
         let mut report = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => break,
-                _ = resync.tick() => sync(&client, &options, &shared, &mut current).await,
+                _ = resync.tick() => sync(&discovery, &options, &shared, &mut current).await,
                 _ = report.tick() => {
                     let h = GcHandle { shared: shared.clone() };
                     let (changes, delete, orphan) = h.backlog();
@@ -293,8 +344,6 @@ impl GarbageCollector {
             }
         }
         tracing::info!(controller = NAME, "shutting down controller");
-        shared.attempt_to_delete.shut_down();
-        shared.attempt_to_orphan.shut_down();
         while tasks.join_next().await.is_some() {}
         let monitors = shared
             .monitors
@@ -352,13 +401,13 @@ async fn build_graph(
 /// One discovery pass: refresh the REST mapping; start and stop monitors when the set of
 /// deletable resources changed (upstream `GarbageCollector.Sync`, one iteration).
 async fn sync(
-    client: &kube::Client,
+    discovery: &SharedDiscovery,
     options: &GarbageCollectorOptions,
     shared: &Shared,
     current: &mut BTreeSet<Arc<ResourceInfo>>,
 ) {
     let m = metrics::metrics();
-    let discovery = match Discovery::run(client).await {
+    let discovery = match discovery.refresh().await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(error = %e, "garbage collector: failed to discover preferred resources");
@@ -397,7 +446,7 @@ async fn sync(
             }
         }
     }
-    *shared.mapper.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(discovery);
+    *shared.mapper.write().unwrap_or_else(|e| e.into_inner()) = discovery;
     if wanted == *current {
         return;
     }
@@ -410,34 +459,4 @@ async fn sync(
         "garbage collector: synced monitors with discovery"
     );
     *current = wanted;
-}
-
-async fn delete_worker(shared: Arc<Shared>, cancel: CancellationToken) {
-    let q = shared.attempt_to_delete.clone();
-    while let Some(item) = q.get().await {
-        let outcome = tokio::select! {
-            _ = cancel.cancelled() => { q.done(&item); break; }
-            o = shared.attempt_to_delete_worker(&item) => o,
-        };
-        match outcome {
-            Outcome::Forget => q.forget(&item),
-            Outcome::Requeue => q.add_rate_limited(item.clone()),
-        }
-        q.done(&item);
-    }
-}
-
-async fn orphan_worker(shared: Arc<Shared>, cancel: CancellationToken) {
-    let q = shared.attempt_to_orphan.clone();
-    while let Some(item) = q.get().await {
-        let outcome = tokio::select! {
-            _ = cancel.cancelled() => { q.done(&item); break; }
-            o = shared.attempt_to_orphan_worker(&item) => o,
-        };
-        match outcome {
-            Outcome::Forget => q.forget(&item),
-            Outcome::Requeue => q.add_rate_limited(item.clone()),
-        }
-        q.done(&item);
-    }
 }

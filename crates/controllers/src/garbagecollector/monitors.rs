@@ -1,25 +1,23 @@
-//! Resource monitors: one metadata-only informer per deletable resource.
+//! Resource monitors: the shared metadata view of every deletable resource.
 //!
 //! Upstream `graph_builder.go` (`monitor`, `syncMonitors`, `startMonitors`, `IsSynced`).
-//! Each monitor lists and watches one resource as `PartialObjectMetadata` and sends every
-//! change to the graph builder's channel. [`Monitors::sync`] starts monitors for new
-//! resources and stops those whose resource went away (a CRD deleted, say), keeping the
-//! others running.
+//! Each monitor is a handler on the cache's metadata view of one resource
+//! ([`coxswain_runtime::cache::Cache::metadata_for`]: the typed informer another
+//! controller already runs for it, or a metadata-only informer shared with the namespace
+//! and quota controllers), sending every change to the graph builder's channel.
+//! [`Monitors::sync`] adds monitors for new resources and drops those whose resource
+//! went away (a CRD deleted, say), stopping that resource's metadata-only informer.
 //!
-//! The cached copy of each object is cut down to what the collector reads (name,
-//! namespace, uid, resourceVersion, owner references, finalizers, deletionTimestamp):
-//! labels, annotations and the rest would only cost memory.
+//! The metadata view holds only what the collector reads (name, namespace, uid,
+//! resourceVersion, owner references, finalizers, deletionTimestamp).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::PartialObjectMeta;
 use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
 
-use coxswain_runtime::cache::{Change, Informer, InformerConfig, ResourceApi, Transform};
+use coxswain_runtime::cache::{Cache, Change, HandlerRegistration, MetadataInformer};
 
 use super::builder::{EventKind, GraphEvent, Gvk, Meta};
 use coxswain_runtime::discovery::ResourceInfo;
@@ -45,35 +43,15 @@ impl ChangeSender {
     }
 }
 
-/// Keep only what the garbage collector reads of an object's metadata.
-pub fn prune(m: Meta) -> Meta {
-    let md = m.metadata;
-    PartialObjectMeta {
-        types: None,
-        metadata: ObjectMeta {
-            name: md.name,
-            namespace: md.namespace,
-            uid: md.uid,
-            resource_version: md.resource_version,
-            owner_references: md.owner_references,
-            finalizers: md.finalizers,
-            deletion_timestamp: md.deletion_timestamp,
-            ..ObjectMeta::default()
-        },
-        _phantom: Default::default(),
-    }
-}
-
 struct Monitor {
-    informer: Arc<Informer<Meta>>,
-    cancel: CancellationToken,
+    informer: MetadataInformer,
+    _registration: HandlerRegistration,
 }
 
 /// The running monitors.
 pub struct Monitors {
-    client: kube::Client,
+    cache: Arc<Cache>,
     sender: ChangeSender,
-    cancel: CancellationToken,
     running: HashMap<Arc<ResourceInfo>, Monitor>,
 }
 
@@ -83,12 +61,12 @@ fn key(r: &ResourceInfo) -> (String, String, String) {
 }
 
 impl Monitors {
-    /// No monitors yet; those started later send to `sender` and stop with `cancel`.
-    pub fn new(client: kube::Client, sender: ChangeSender, cancel: CancellationToken) -> Self {
+    /// No monitors yet; those added later read `cache`'s metadata views and send to
+    /// `sender`.
+    pub fn new(cache: Arc<Cache>, sender: ChangeSender) -> Self {
         Monitors {
-            client,
+            cache,
             sender,
-            cancel,
             running: HashMap::new(),
         }
     }
@@ -97,15 +75,18 @@ impl Monitors {
     /// were started and stopped.
     pub fn sync(&mut self, resources: &[Arc<ResourceInfo>]) -> (usize, usize) {
         let wanted: BTreeSet<(String, String, String)> = resources.iter().map(|r| key(r)).collect();
-        let mut stopped = 0;
-        self.running.retain(|r, m| {
+        let mut gone = Vec::new();
+        self.running.retain(|r, _| {
             let keep = wanted.contains(&key(r));
             if !keep {
-                m.cancel.cancel();
-                stopped += 1;
+                gone.push(r.collection_url());
             }
             keep
         });
+        for url in &gone {
+            // the resource is no longer served (or no longer deletable)
+            self.cache.stop_metadata(url);
+        }
         let have: BTreeSet<(String, String, String)> =
             self.running.keys().map(|r| key(r)).collect();
         let mut started = 0;
@@ -113,21 +94,21 @@ impl Monitors {
             if have.contains(&key(r)) {
                 continue;
             }
-            self.running.insert(r.clone(), self.start(r));
+            let monitor = self.start(r);
+            self.running.insert(r.clone(), monitor);
             started += 1;
         }
-        (started, stopped)
+        (started, gone.len())
     }
 
     fn start(&self, r: &ResourceInfo) -> Monitor {
-        let transform: Transform<Meta> = Arc::new(prune);
-        let informer = Informer::<Meta>::with_transform(InformerConfig::default(), Some(transform));
+        let informer = self.cache.metadata_for(&r.collection_url());
         let gvk = Arc::new(Gvk {
             api_version: Arc::from(r.api_version().as_str()),
             kind: Arc::from(r.kind.as_str()),
         });
         let sender = self.sender.clone();
-        informer.add_handler(move |change: &Change<Meta>| {
+        let registration = informer.add_handler(move |change: &Change<Meta>| {
             let observed = |kind, obj: &Arc<Meta>, old: Option<&Arc<Meta>>| GraphEvent::Observed {
                 kind,
                 gvk: gvk.clone(),
@@ -147,13 +128,11 @@ impl Monitors {
                 Change::Deleted(o) => sender.send(observed(EventKind::Delete, o, None)),
             }
         });
-        let cancel = self.cancel.child_token();
-        let api = ResourceApi::new(self.client.clone(), r.collection_url()).metadata_only();
-        let runner = informer.clone();
-        let stop = cancel.clone();
-        tokio::spawn(async move { runner.run(api, stop).await });
-        tracing::debug!(resource = %r.gvr(), "garbage collector monitor started");
-        Monitor { informer, cancel }
+        tracing::debug!(resource = %r.gvr(), shared_with_typed = informer.is_typed(), "garbage collector monitor started");
+        Monitor {
+            informer,
+            _registration: registration,
+        }
     }
 
     /// Whether there are monitors and all have loaded their initial state.
@@ -166,6 +145,11 @@ impl Monitors {
         self.running
             .iter()
             .any(|(k, m)| key(k) == key(r) && m.informer.has_synced())
+    }
+
+    /// The metadata views monitored.
+    pub fn informers(&self) -> Vec<MetadataInformer> {
+        self.running.values().map(|m| m.informer.clone()).collect()
     }
 
     /// The monitored resources.
@@ -183,17 +167,8 @@ impl Monitors {
         self.running.is_empty()
     }
 
-    /// Stop every monitor.
+    /// Stop every monitor (the shared informers keep running for their other users).
     pub fn stop(&mut self) {
-        for m in self.running.values() {
-            m.cancel.cancel();
-        }
         self.running.clear();
-    }
-}
-
-impl Drop for Monitors {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

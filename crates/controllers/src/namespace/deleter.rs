@@ -24,7 +24,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::PartialObjectMeta;
 
 use super::conditions::ConditionUpdater;
-use coxswain_runtime::discovery::{Discovery, Gvr, ResourceInfo};
+use coxswain_runtime::discovery::{Discovery, Gvr, ResourceInfo, SharedDiscovery};
 
 /// Assumed wait for finalizers of remaining objects to complete (upstream
 /// `finalizerEstimateSeconds`).
@@ -76,19 +76,25 @@ struct GvrDeletion {
     finalizers: BTreeMap<String, usize>,
 }
 
+/// How old a discovery answer a deletion pass accepts.
+const DISCOVERY_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Deletes the content of namespaces, then removes one finalizer from them.
 pub struct NamespacedResourcesDeleter {
     client: kube::Client,
+    discovery: SharedDiscovery,
     finalizer_token: String,
     /// Operations the server refused (405/404) per resource, not to be tried again.
     unsupported: Mutex<HashSet<(Op, Gvr)>>,
 }
 
 impl NamespacedResourcesDeleter {
-    /// A deleter that removes `finalizer_token` (`kubernetes`) when done.
-    pub fn new(client: kube::Client, finalizer_token: &str) -> Self {
+    /// A deleter that finds resources with `discovery` and removes `finalizer_token`
+    /// (`kubernetes`) when done.
+    pub fn new(client: kube::Client, discovery: SharedDiscovery, finalizer_token: &str) -> Self {
         NamespacedResourcesDeleter {
             client,
+            discovery,
             finalizer_token: finalizer_token.to_string(),
             unsupported: Mutex::new(HashSet::new()),
         }
@@ -243,13 +249,15 @@ impl NamespacedResourcesDeleter {
             .unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
         let mut errs: Vec<String> = Vec::new();
         let mut conditions = ConditionUpdater::default();
-        let discovery = match Discovery::run(&self.client).await {
+        // what the server serves now (a custom resource defined a moment ago counts):
+        // an answer at most a second old, shared with the other controllers
+        let discovery = match self.discovery.fresh(DISCOVERY_MAX_AGE).await {
             Ok(d) => d,
             Err(e) => {
                 // not fatal: there is just nothing to work on this time
                 errs.push(e.to_string());
                 conditions.discovery_failed(&e.to_string(), None);
-                Discovery::default()
+                Arc::new(Discovery::default())
             }
         };
         if let Some(msg) = discovery.failure_message() {

@@ -2,14 +2,15 @@
 //!
 //! Upstream `pkg/controller/namespace/namespace_controller.go`. When a namespace is
 //! deleted, the API server sets its deletionTimestamp and phase `Terminating` and keeps
-//! it while `spec.finalizers` holds `kubernetes`. This controller watches namespaces
-//! (the manager's shared informer); each terminating one is queued after a short grace
+//! it while `spec.finalizers` holds `kubernetes`. This controller reconciles namespaces
+//! on the ordinary controller loop: each terminating one is queued after a short grace
 //! period (5 s, so that object creations racing the deletion are seen), and
-//! [`deleter::NamespacedResourcesDeleter`] deletes its content, reports progress in the
-//! namespace's conditions and finally removes the finalizer. While content remains the
-//! namespace is retried after half the estimated wait plus a second; other failures are
-//! retried with the controller's backoff (5 ms doubling up to 60 s). Every terminating
-//! namespace is also queued again every [`NamespaceControllerOptions::sync_period`].
+//! [`deleter::NamespacedResourcesDeleter`] deletes its content (every namespaced resource
+//! the shared discovery knows), reports progress in the namespace's conditions and
+//! finally removes the finalizer. While content remains the namespace is reconciled
+//! again after half the estimated wait plus a second; other failures are retried with
+//! the controller's backoff (5 ms doubling up to 60 s). A timer queues every terminating
+//! namespace again every [`NamespaceControllerOptions::namespace_sync_period`].
 
 pub mod conditions;
 pub mod deleter;
@@ -17,17 +18,18 @@ pub mod deleter;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
 use k8s_openapi::api::core::v1::Namespace;
-use tokio_util::sync::CancellationToken;
 
 use crate::registry::{ControllerContext, Descriptor};
-use coxswain_runtime::cache::{Cache, Change, Informer};
-use coxswain_runtime::manager::{BoxError, Runnable};
+use coxswain_runtime::builder::ControllerBuilder;
+use coxswain_runtime::cache::Store;
+use coxswain_runtime::controller::{
+    Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
+};
+use coxswain_runtime::handler::{EnqueueMapped, EventHandlerExt};
+use coxswain_runtime::manager::{Manager, Runnable};
 use coxswain_runtime::workqueue::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, QueueConfig,
-    RateLimitedQueue,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter,
 };
 use coxswain_runtime::ObjectKey;
 
@@ -35,6 +37,9 @@ use deleter::{DeleteError, NamespacedResourcesDeleter};
 
 /// Canonical name of the controller.
 pub const NAME: &str = "namespace-controller";
+
+/// The controller's name in logs and metrics (upstream's queue name).
+pub const CONTROLLER_NAME: &str = "namespace";
 
 /// The finalizer this controller owns in `spec.finalizers`.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
@@ -46,24 +51,21 @@ pub fn descriptor() -> Descriptor {
         aliases: &["namespace"],
         disabled_by_default: false,
         constructor: |ctx: &ControllerContext<'_>| {
-            let c = NamespaceController::new(
-                ctx.manager.cache(),
-                ctx.manager.kube_client().clone(),
-                NamespaceControllerOptions::default(),
-            );
-            Ok(Box::new(c) as Box<dyn Runnable>)
+            let c = namespace_controller(ctx.manager, ctx.options.namespace.clone());
+            Ok(Some(Box::new(c) as Box<dyn Runnable>))
         },
     }
 }
 
-/// Tuning; the defaults are kube-controller-manager's.
+/// The namespace controller's options (upstream `NamespaceControllerConfiguration`);
+/// the defaults are kube-controller-manager's.
 #[derive(Clone, Debug)]
 pub struct NamespaceControllerOptions {
     /// Namespaces deleted at once (`--concurrent-namespace-syncs`, 10).
-    pub workers: usize,
+    pub concurrent_namespace_syncs: usize,
     /// How often every terminating namespace is looked at again
     /// (`--namespace-sync-period`, 5 min).
-    pub sync_period: Duration,
+    pub namespace_sync_period: Duration,
     /// Wait between seeing a namespace change and acting on it (5 s).
     pub deletion_grace_period: Duration,
 }
@@ -71,15 +73,15 @@ pub struct NamespaceControllerOptions {
 impl Default for NamespaceControllerOptions {
     fn default() -> Self {
         NamespaceControllerOptions {
-            workers: 10,
-            sync_period: Duration::from_secs(300),
+            concurrent_namespace_syncs: 10,
+            namespace_sync_period: Duration::from_secs(300),
             deletion_grace_period: Duration::from_secs(5),
         }
     }
 }
 
 /// Upstream `nsControllerRateLimiter`: retries at least every minute.
-fn rate_limiter() -> MaxOfRateLimiter<String> {
+fn rate_limiter() -> MaxOfRateLimiter<ObjectKey> {
     MaxOfRateLimiter::new(vec![
         Box::new(ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(5),
@@ -89,141 +91,74 @@ fn rate_limiter() -> MaxOfRateLimiter<String> {
     ])
 }
 
-/// Queue `ns` (after `delay`) if it is being deleted (upstream `enqueueNamespace`).
-fn enqueue(queue: &RateLimitedQueue<String>, ns: &Namespace, delay: Duration) {
+/// The key of `ns` if it is being deleted (upstream `enqueueNamespace`).
+fn terminating(ns: &Namespace) -> Vec<ObjectKey> {
     if ns.metadata.deletion_timestamp.is_none() {
-        return;
+        return Vec::new();
     }
-    if let Some(name) = ns.metadata.name.clone() {
-        queue.add_after(name, delay);
-    }
+    vec![ObjectKey::of(ns)]
 }
 
-/// The namespace controller, as a manager runnable.
-pub struct NamespaceController {
-    informer: Arc<Informer<Namespace>>,
-    queue: RateLimitedQueue<String>,
-    deleter: Arc<NamespacedResourcesDeleter>,
+/// The namespace controller on `manager`'s shared namespace informer and discovery.
+pub fn namespace_controller(
+    manager: &Manager,
     options: NamespaceControllerOptions,
-}
-
-impl NamespaceController {
-    /// A controller reading namespaces from `cache` and writing through `client`.
-    pub fn new(cache: &Cache, client: kube::Client, options: NamespaceControllerOptions) -> Self {
-        let queue = RateLimitedQueue::with_config(QueueConfig {
-            name: "namespace".into(),
-            rate_limiter: Box::new(rate_limiter()),
-            metrics: Some(coxswain_runtime::metrics::global().queue("namespace")),
-        });
-        let informer = cache.informer::<Namespace>();
-        let q = queue.clone();
-        let grace = options.deletion_grace_period;
-        informer.add_handler(move |change: &Change<Namespace>| match change {
-            Change::Added(ns) | Change::Updated { new: ns, .. } => enqueue(&q, ns, grace),
-            Change::Deleted(_) => {}
-        });
-        NamespaceController {
-            informer,
-            queue,
-            deleter: Arc::new(NamespacedResourcesDeleter::new(
-                client,
-                FINALIZER_KUBERNETES,
-            )),
-            options,
-        }
-    }
-
-    /// Run until `cancel` fires.
-    pub async fn run(self, cancel: CancellationToken) {
-        tracing::info!(controller = NAME, "starting controller");
-        tokio::select! {
-            _ = self.informer.wait_for_sync() => {}
-            _ = cancel.cancelled() => return,
-        }
-        let mut workers = tokio::task::JoinSet::new();
-        for _ in 0..self.options.workers.max(1) {
-            workers.spawn(worker(
-                self.queue.clone(),
-                self.deleter.clone(),
-                self.informer.clone(),
-                cancel.clone(),
-            ));
-        }
-        let mut resync = tokio::time::interval(self.options.sync_period);
-        resync.reset();
-        loop {
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = resync.tick() => {
-                    for ns in self.informer.store().list() {
-                        enqueue(&self.queue, &ns, self.options.deletion_grace_period);
-                    }
+) -> Controller<NamespaceReconciler> {
+    let cache = manager.cache();
+    let namespaces = cache.informer::<Namespace>().store().clone();
+    let grace = options.deletion_grace_period;
+    let every = namespaces.clone();
+    ControllerBuilder::new(cache)
+        .named(CONTROLLER_NAME)
+        .for_with::<Namespace>(EnqueueMapped(terminating).after(grace))
+        .every(options.namespace_sync_period, move |queue| {
+            for ns in every.list() {
+                for key in terminating(&ns) {
+                    queue.add_after(key, grace);
                 }
             }
-        }
-        tracing::info!(controller = NAME, "shutting down controller");
-        self.queue.shut_down();
-        while workers.join_next().await.is_some() {}
-    }
+        })
+        .with_options(
+            ControllerOptions::workers(options.concurrent_namespace_syncs)
+                .with_rate_limiter(rate_limiter()),
+        )
+        .build(NamespaceReconciler {
+            namespaces,
+            deleter: NamespacedResourcesDeleter::new(
+                manager.kube_client().clone(),
+                manager.discovery().clone(),
+                FINALIZER_KUBERNETES,
+            ),
+        })
 }
 
-impl Runnable for NamespaceController {
-    fn name(&self) -> String {
-        NAME.to_string()
-    }
-
-    fn start(
-        self: Box<Self>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<(), BoxError>> {
-        async move {
-            (*self).run(cancel).await;
-            Ok(())
-        }
-        .boxed()
-    }
+/// Deletes the content of one terminating namespace (upstream `syncNamespaceFromKey`).
+pub struct NamespaceReconciler {
+    namespaces: Arc<Store<Namespace>>,
+    deleter: NamespacedResourcesDeleter,
 }
 
-/// One worker: sync namespaces from the queue (upstream `worker` and
-/// `syncNamespaceFromKey`).
-async fn worker(
-    queue: RateLimitedQueue<String>,
-    deleter: Arc<NamespacedResourcesDeleter>,
-    informer: Arc<Informer<Namespace>>,
-    cancel: CancellationToken,
-) {
-    while let Some(key) = queue.get().await {
-        let result = tokio::select! {
-            _ = cancel.cancelled() => { queue.done(&key); break; }
-            r = sync(&deleter, &informer, &key) => r,
-        };
-        match result {
-            Ok(()) => queue.forget(&key),
+impl Reconciler for NamespaceReconciler {
+    async fn reconcile(&self, _ctx: Context, key: ObjectKey) -> ReconcileResult {
+        if self.namespaces.get(&key).is_none() {
+            tracing::info!(namespace = key.name(), "namespace has been deleted");
+            return Ok(Action::Done);
+        }
+        match self.deleter.delete(key.name()).await {
+            Ok(()) => Ok(Action::Done),
             Err(DeleteError::ResourcesRemaining(estimate)) => {
-                let wait = estimate / 2 + 1;
-                tracing::debug!(namespace = %key, wait_seconds = wait, "content remaining in namespace");
-                queue.add_after(key.clone(), Duration::from_secs(wait.max(1) as u64));
+                let wait = (estimate / 2 + 1).max(1) as u64;
+                tracing::debug!(
+                    namespace = key.name(),
+                    wait_seconds = wait,
+                    "content remaining in namespace"
+                );
+                Ok(Action::RequeueAfter(Duration::from_secs(wait)))
             }
-            Err(e) => {
-                tracing::warn!(namespace = %key, error = %e, "deletion of namespace failed");
-                queue.add_rate_limited(key.clone());
-            }
+            Err(e) => Err(ReconcileError::msg(format!(
+                "deletion of namespace {} failed: {e}",
+                key.name()
+            ))),
         }
-        queue.done(&key);
     }
-}
-
-async fn sync(
-    deleter: &NamespacedResourcesDeleter,
-    informer: &Informer<Namespace>,
-    key: &str,
-) -> Result<(), DeleteError> {
-    let started = std::time::Instant::now();
-    if informer.store().get(&ObjectKey::cluster(key)).is_none() {
-        tracing::info!(namespace = key, "namespace has been deleted");
-        return Ok(());
-    }
-    let result = deleter.delete(key).await;
-    tracing::debug!(namespace = key, duration = ?started.elapsed(), "finished syncing namespace");
-    result
 }

@@ -43,6 +43,64 @@ pub use sync::{pods_to_delete, ReplicaSetReconciler};
 use crate::controller_utils::ControllerExpectations;
 use handlers::{OwnerHandler, PodHandler};
 
+/// The ReplicaSet controller's options (upstream `ReplicaSetControllerConfiguration`).
+#[derive(Clone, Debug)]
+pub struct ReplicaSetControllerOptions {
+    /// ReplicaSets synced at once (`--concurrent-replicaset-syncs`, 5).
+    pub concurrent_rs_syncs: usize,
+}
+
+impl Default for ReplicaSetControllerOptions {
+    fn default() -> Self {
+        ReplicaSetControllerOptions {
+            concurrent_rs_syncs: 5,
+        }
+    }
+}
+
+/// The ReplicationController controller's options (upstream
+/// `ReplicationControllerConfiguration`).
+#[derive(Clone, Debug)]
+pub struct ReplicationControllerOptions {
+    /// ReplicationControllers synced at once (`--concurrent-rc-syncs`, 5).
+    pub concurrent_rc_syncs: usize,
+}
+
+impl Default for ReplicationControllerOptions {
+    fn default() -> Self {
+        ReplicationControllerOptions {
+            concurrent_rc_syncs: 5,
+        }
+    }
+}
+
+/// The registry entry: `replicaset-controller`, alias `replicaset`.
+pub fn descriptor() -> crate::registry::Descriptor {
+    crate::registry::Descriptor {
+        name: "replicaset-controller",
+        aliases: &["replicaset"],
+        disabled_by_default: false,
+        constructor: |ctx| {
+            let workers = ctx.options.replicaset.concurrent_rs_syncs;
+            Ok(Some(Box::new(replicaset_controller(ctx.manager, workers))))
+        },
+    }
+}
+
+/// The registry entry: `replicationcontroller-controller`, alias
+/// `replicationcontroller`.
+pub fn replication_descriptor() -> crate::registry::Descriptor {
+    crate::registry::Descriptor {
+        name: "replicationcontroller-controller",
+        aliases: &["replicationcontroller"],
+        disabled_by_default: false,
+        constructor: |ctx| {
+            let workers = ctx.options.replication_controller.concurrent_rc_syncs;
+            Ok(Some(Box::new(replication_controller(ctx.manager, workers))))
+        },
+    }
+}
+
 /// The ReplicaSet controller (`replicaset`), reconciling with `workers` concurrent
 /// workers (kube-controller-manager's `--concurrent-replicaset-syncs`, default 5).
 pub fn replicaset_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {

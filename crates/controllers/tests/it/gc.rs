@@ -443,3 +443,73 @@ async fn foreground_cycles_complete() {
     gone("self deleted", &cms, "self").await;
     h.stop().await;
 }
+
+/// Every built-in controller on one manager: the garbage collector's monitors and the
+/// controllers' typed informers share the cache, so the API server holds exactly one
+/// watch per resource (the typed informers of pods, ReplicaSets, ... serve the collector
+/// as metadata instead of a second, metadata-only watch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_manager_watches_each_resource_once() {
+    use coxswain_controllers::registry::{ControllerContext, ControllerManagerOptions};
+    use coxswain_runtime::manager::{Manager, ManagerOptions};
+    common::logs();
+    let env = coxswain_runtime::envtest::start().await.expect("env");
+    let mgr = Manager::new(
+        env.kube_config().await.expect("config"),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
+    let options = ControllerManagerOptions::default();
+    let ctx = ControllerContext {
+        manager: &mgr,
+        options: &options,
+    };
+    let registry = coxswain_controllers::builtin();
+    for d in registry.descriptors() {
+        if d.name == garbagecollector::NAME {
+            continue;
+        }
+        let c = (d.constructor)(&ctx)
+            .expect("constructed")
+            .expect("enabled");
+        mgr.add(c).expect("added");
+    }
+    // the collector by hand, to see when its monitors synced
+    let gc = garbagecollector::GarbageCollector::new(
+        mgr.cache().clone(),
+        mgr.discovery().clone(),
+        None,
+        Default::default(),
+    );
+    let handle = gc.handle();
+    mgr.add(gc).expect("added");
+    let cache = mgr.cache().clone();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let token = cancel.clone();
+    let run = tokio::spawn(async move { mgr.start(token).await });
+    let discovery = coxswain_runtime::discovery::Discovery::run(&env.client)
+        .await
+        .expect("discovery");
+    let resources = discovery
+        .preferred_supporting(&["delete", "list", "watch"])
+        .into_iter()
+        .filter(|r| r.plural != "events")
+        .count();
+    wait_for("every informer synced", || {
+        let ok = handle.is_synced() && handle.monitors() == resources && cache.synced();
+        async move { ok.then_some(()) }
+    })
+    .await;
+    assert_eq!(
+        env.server().watcher_count(),
+        resources,
+        "one watch per resource ({resources} resources; the cache runs {} informers)",
+        cache.informer_count()
+    );
+    assert_eq!(cache.informer_count(), resources);
+    cancel.cancel();
+    let _ = run.await;
+}

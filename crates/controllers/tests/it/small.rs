@@ -46,16 +46,16 @@ impl Running {
             clusterroleaggregation::descriptor(),
         ]);
         let flags: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-        let options = ControllerManagerOptions {
-            root_ca,
-            ..ControllerManagerOptions::default()
-        };
+        let mut options = ControllerManagerOptions::default();
+        options.service_account.root_ca = root_ca;
         let ctx = ControllerContext {
             manager: &manager,
             options: &options,
         };
         for d in registry.select(&flags).expect("known controllers") {
-            let runnable = (d.constructor)(&ctx).expect("controller constructs");
+            let runnable = (d.constructor)(&ctx)
+                .expect("controller constructs")
+                .expect("controller enabled");
             manager.add(runnable).expect("runnable added");
         }
         let cancel = CancellationToken::new();

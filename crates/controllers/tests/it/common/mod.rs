@@ -41,7 +41,9 @@ impl Harness {
                 manager: &mgr,
                 options: &cm_options,
             };
-            let inner = (d.constructor)(&ctx).expect("controller constructed");
+            let inner = (d.constructor)(&ctx)
+                .expect("controller constructed")
+                .expect("controller enabled");
             let name = inner.name();
             mgr.add(runnable(&name, true, move |cancel| async move {
                 inner.start(cancel).await?;
