@@ -179,6 +179,21 @@ pub fn owner_reference<O: Resource<DynamicType = ()>>(
     })
 }
 
+/// The controller reference a controller puts on the objects it creates: apiVersion,
+/// kind, name and uid of `owner`, `controller` and `blockOwnerDeletion` true (upstream
+/// `metav1.NewControllerRef`; see [`controller_reference`] for the checked form).
+pub fn new_controller_ref<O: Resource<DynamicType = ()>>(owner: &O) -> OwnerReference {
+    let meta = owner.meta();
+    OwnerReference {
+        api_version: O::api_version(&()).into_owned(),
+        kind: O::kind(&()).into_owned(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
 /// A controller reference to `owner`: as [`owner_reference`] with `controller` and
 /// `blockOwnerDeletion` true (what a controller puts on the objects it creates).
 pub fn controller_reference<O: Resource<DynamicType = ()>>(

@@ -25,9 +25,9 @@ pub use pod::{
     is_pod_terminating, next_pod_availability_check, pod_key,
 };
 pub use pod_control::{
-    get_pod_from_template, new_controller_ref, slow_start_batch, PodControl, BURST_REPLICAS,
-    FAILED_CREATE_POD_REASON, FAILED_DELETE_POD_REASON, SLOW_START_INITIAL_BATCH_SIZE,
-    SUCCESSFUL_CREATE_POD_REASON, SUCCESSFUL_DELETE_POD_REASON,
+    get_pod_from_template, slow_start_batch, PodControl, BURST_REPLICAS, FAILED_CREATE_POD_REASON,
+    FAILED_DELETE_POD_REASON, SLOW_START_INITIAL_BATCH_SIZE, SUCCESSFUL_CREATE_POD_REASON,
+    SUCCESSFUL_DELETE_POD_REASON,
 };
 pub use ranking::{sort_active_pods_with_ranks, ActivePodsWithRanks, POD_DELETION_COST};
-pub use ref_manager::{claim_pods, controller_of, ClaimAction, ControllerIdentity};
+pub use ref_manager::{claim_pods, ClaimAction, ControllerIdentity};

@@ -55,19 +55,6 @@ impl PodControlError {
     }
 }
 
-/// The controller reference of a child of `owner` (`controller` and
-/// `blockOwnerDeletion` set, as upstream `metav1.NewControllerRef`).
-pub fn new_controller_ref(api_version: &str, kind: &str, owner: &ObjectMeta) -> OwnerReference {
-    OwnerReference {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        name: owner.name.clone().unwrap_or_default(),
-        uid: owner.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// Checks upstream's `validateControllerRef`: apiVersion, kind, `controller` and
 /// `blockOwnerDeletion` must be set.
 pub fn validate_controller_ref(r: &OwnerReference) -> Result<(), String> {
@@ -368,12 +355,15 @@ mod tests {
     // After upstream TestCreatePodsWithGenerateName and TestGetPodFromTemplate.
     #[test]
     fn pod_from_template() {
-        let owner = ObjectMeta {
-            name: Some("foobar".into()),
-            uid: Some("uid-1".into()),
+        let owner = k8s_openapi::api::core::v1::ReplicationController {
+            metadata: ObjectMeta {
+                name: Some("foobar".into()),
+                uid: Some("uid-1".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
-        let r = new_controller_ref("v1", "ReplicationController", &owner);
+        let r = coxswain_runtime::controllerutil::new_controller_ref(&owner);
         assert_eq!(validate_controller_ref(&r), Ok(()));
         let pod = get_pod_from_template(&template(), "foobar", Some(r.clone()));
         let t = template();
@@ -393,12 +383,15 @@ mod tests {
 
     #[test]
     fn controller_ref_validation() {
-        let owner = ObjectMeta {
-            name: Some("x".into()),
-            uid: Some("u".into()),
+        let owner = k8s_openapi::api::apps::v1::ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some("x".into()),
+                uid: Some("u".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
-        let good = new_controller_ref("apps/v1", "ReplicaSet", &owner);
+        let good = coxswain_runtime::controllerutil::new_controller_ref(&owner);
         for (change, want) in [
             (
                 Box::new(|r: &mut OwnerReference| r.api_version.clear())

@@ -17,18 +17,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use coxswain_runtime::controllerutil::get_controller_of;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde_json::json;
-
-/// The controller reference of an object: its owner reference with `controller: true`.
-pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-}
 
 /// Who claims: the controlling object's type, name, namespace, UID and whether it is
 /// being deleted.
@@ -68,7 +61,7 @@ impl ControllerIdentity {
 
     /// Whether `child` is controlled by this controller (by UID).
     pub fn controls(&self, child: &ObjectMeta) -> bool {
-        controller_of(child).is_some_and(|r| r.uid == self.uid)
+        get_controller_of(child).is_some_and(|r| r.uid == self.uid)
     }
 }
 
@@ -91,7 +84,7 @@ pub fn claim_action(
     child: &ObjectMeta,
     matches: bool,
 ) -> ClaimAction {
-    if let Some(r) = controller_of(child) {
+    if let Some(r) = get_controller_of(child) {
         if r.uid != controller.uid {
             return ClaimAction::Ignore;
         }
@@ -246,14 +239,16 @@ mod tests {
         p.metadata.uid = Some(format!("uid-{name}"));
         p.metadata.labels = Some(BTreeMap::from([("type".to_string(), label.to_string())]));
         p.metadata.owner_references = owner.map(|uid| {
-            vec![OwnerReference {
-                api_version: "extensions/v1beta1".into(),
-                kind: "Fake".into(),
-                name: "Fake".into(),
-                uid: uid.into(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]
+            vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "extensions/v1beta1".into(),
+                    kind: "Fake".into(),
+                    name: "Fake".into(),
+                    uid: uid.into(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                },
+            ]
         });
         if deleting {
             p.metadata.deletion_timestamp = Some(Time(Timestamp::now()));

@@ -62,7 +62,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use kube::api::{Patch, PatchParams};
 
-use util::{annotation, controller_of, name, strategy_type, REVISION_ANNOTATION};
+use coxswain_runtime::controllerutil::{get_controller_of, new_controller_ref};
+use util::{annotation, name, strategy_type, REVISION_ANNOTATION};
 
 /// The controller's name (queue, logs, metrics).
 pub const CONTROLLER_NAME: &str = "deployment";
@@ -221,7 +222,7 @@ struct ReplicaSetHandler {
 
 impl ReplicaSetHandler {
     fn owner(&self, rs: &ReplicaSet) -> Option<ObjectKey> {
-        let r = controller_of(&rs.metadata)?;
+        let r = get_controller_of(&rs.metadata)?;
         resolve_controller_ref(&self.deployments, rs.metadata.namespace.as_deref(), r)
             .map(|d| ObjectKey::of(d.as_ref()))
     }
@@ -231,7 +232,8 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
     fn keys(&self, change: &Change<ReplicaSet>) -> Vec<ObjectKey> {
         match change {
             Change::Added(rs) => {
-                if rs.metadata.deletion_timestamp.is_some() || controller_of(&rs.metadata).is_some()
+                if rs.metadata.deletion_timestamp.is_some()
+                    || get_controller_of(&rs.metadata).is_some()
                 {
                     return self.owner(rs).into_iter().collect();
                 }
@@ -242,8 +244,10 @@ impl EventHandler<ReplicaSet> for ReplicaSetHandler {
                     return Vec::new();
                 }
                 let mut keys = Vec::new();
-                let (cur_ref, old_ref) =
-                    (controller_of(&new.metadata), controller_of(&old.metadata));
+                let (cur_ref, old_ref) = (
+                    get_controller_of(&new.metadata),
+                    get_controller_of(&old.metadata),
+                );
                 let ref_changed = cur_ref != old_ref;
                 if ref_changed {
                     keys.extend(self.owner(old));
@@ -272,7 +276,7 @@ struct PodHandler {
 
 impl PodHandler {
     fn deployment_of(&self, pod: &Pod) -> Option<Arc<Deployment>> {
-        let r = controller_of(&pod.metadata)?;
+        let r = get_controller_of(&pod.metadata)?;
         if r.kind != "ReplicaSet" {
             return None;
         }
@@ -281,7 +285,7 @@ impl PodHandler {
         if rs.metadata.uid.as_deref() != Some(r.uid.as_str()) {
             return None;
         }
-        resolve_controller_ref(&self.deployments, ns, controller_of(&rs.metadata)?)
+        resolve_controller_ref(&self.deployments, ns, get_controller_of(&rs.metadata)?)
     }
 
     fn pods_left(&self, d: &Deployment) -> usize {
@@ -302,7 +306,7 @@ impl PodHandler {
             .list_namespace(ns)
             .into_iter()
             .filter(|p| selector.matches_labels(p.metadata.labels.as_ref().unwrap_or(&empty)))
-            .filter(|p| controller_of(&p.metadata).is_some_and(|r| rs_uids.contains(&r.uid)))
+            .filter(|p| get_controller_of(&p.metadata).is_some_and(|r| rs_uids.contains(&r.uid)))
             .count()
     }
 }
@@ -441,7 +445,7 @@ impl DeploymentReconciler {
         let mut can_adopt: Option<Result<(), String>> = None;
         for rs in all {
             let matches = selector.matches_labels(rs.metadata.labels.as_ref().unwrap_or(&empty));
-            match controller_of(&rs.metadata) {
+            match get_controller_of(&rs.metadata) {
                 Some(r) if r.uid == uid => {
                     if matches {
                         claimed.push((*rs).clone());
@@ -511,7 +515,7 @@ impl DeploymentReconciler {
         copy.metadata
             .owner_references
             .get_or_insert_with(Vec::new)
-            .push(util::controller_ref(d));
+            .push(new_controller_ref(d));
         match self.client.update(&copy).await {
             Ok(adopted) => Ok(Some(adopted)),
             Err(e) if is_not_found(&e) => Ok(None),
@@ -554,7 +558,7 @@ impl DeploymentReconciler {
             .map(|uid| (uid, Vec::new()))
             .collect();
         for pod in pods {
-            if let Some(list) = controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
+            if let Some(list) = get_controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
                 list.push(pod);
             }
         }

@@ -576,7 +576,9 @@ pub fn new_replica_set_for(
         metadata: ObjectMeta {
             name: Some(format!("{}-{hash}", name(&d.metadata))),
             namespace: d.metadata.namespace.clone(),
-            owner_references: Some(vec![controller_ref(d)]),
+            owner_references: Some(vec![coxswain_runtime::controllerutil::new_controller_ref(
+                d,
+            )]),
             labels: Some(labels),
             ..Default::default()
         },

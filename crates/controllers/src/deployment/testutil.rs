@@ -155,7 +155,9 @@ pub fn generate_rs(d: &Deployment, name: &str) -> ReplicaSet {
             namespace: Some("default".into()),
             uid: Some(format!("uid-{name}")),
             labels: labels.clone(),
-            owner_references: Some(vec![util::controller_ref(d)]),
+            owner_references: Some(vec![coxswain_runtime::controllerutil::new_controller_ref(
+                d,
+            )]),
             ..Default::default()
         },
         spec: ReplicaSetSpec {

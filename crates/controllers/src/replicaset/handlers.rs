@@ -25,7 +25,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::kind::ReplicaSetKind;
-use crate::controller_utils::{controller_of, pod_key, ControllerExpectations};
+use crate::controller_utils::{pod_key, ControllerExpectations};
+use coxswain_runtime::controllerutil::get_controller_of;
 
 /// Where the handlers look ReplicaSets up: the informer's store (a map in tests).
 pub(crate) trait Owners<K>: Send + Sync {
@@ -112,7 +113,7 @@ impl<K: ReplicaSetKind> PodHandler<K> {
             // a restarted manager may first see a pod that is being deleted: not a creation
             return self.deleted(pod);
         }
-        if let Some(r) = controller_of(&pod.metadata) {
+        if let Some(r) = get_controller_of(&pod.metadata) {
             return match self.resolve(pod.metadata.namespace.as_deref(), r) {
                 Some(key) => {
                     self.expectations.creation_observed(&key);
@@ -142,7 +143,10 @@ impl<K: ReplicaSetKind> PodHandler<K> {
             }
             return keys;
         }
-        let (old_ref, new_ref) = (controller_of(&old.metadata), controller_of(&new.metadata));
+        let (old_ref, new_ref) = (
+            get_controller_of(&old.metadata),
+            get_controller_of(&new.metadata),
+        );
         let ref_changed = old_ref != new_ref;
         let mut keys = Vec::new();
         if ref_changed {
@@ -171,7 +175,7 @@ impl<K: ReplicaSetKind> PodHandler<K> {
     }
 
     fn deleted(&self, pod: &Pod) -> Vec<ObjectKey> {
-        let Some(r) = controller_of(&pod.metadata) else {
+        let Some(r) = get_controller_of(&pod.metadata) else {
             return Vec::new();
         };
         match self.resolve(pod.metadata.namespace.as_deref(), r) {
@@ -286,13 +290,8 @@ mod tests {
         p.metadata.namespace = Some(ns.into());
         p.metadata.resource_version = Some(rv.into());
         p.metadata.labels = Some(labels(l));
-        p.metadata.owner_references = owner.map(|o| {
-            vec![crate::controller_utils::new_controller_ref(
-                "apps/v1",
-                "ReplicaSet",
-                &o.metadata,
-            )]
-        });
+        p.metadata.owner_references =
+            owner.map(|o| vec![coxswain_runtime::controllerutil::new_controller_ref(o)]);
         Arc::new(p)
     }
 

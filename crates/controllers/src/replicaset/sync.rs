@@ -29,11 +29,11 @@ use super::kind::{ReplicaSetKind, Spec};
 use super::status::{calculate_status, status_unchanged};
 use crate::controller_utils::ranking::ActivePodsWithRanks;
 use crate::controller_utils::{
-    claim_pods, controller_of, filter_active_pods, filter_terminating_pods, is_pod_active,
-    new_controller_ref, next_pod_availability_check, pod_key, slow_start_batch,
-    ControllerExpectations, ControllerIdentity, PodControl, BURST_REPLICAS,
-    SLOW_START_INITIAL_BATCH_SIZE,
+    claim_pods, filter_active_pods, filter_terminating_pods, is_pod_active,
+    next_pod_availability_check, pod_key, slow_start_batch, ControllerExpectations,
+    ControllerIdentity, PodControl, BURST_REPLICAS, SLOW_START_INITIAL_BATCH_SIZE,
 };
+use coxswain_runtime::controllerutil::{get_controller_of, new_controller_ref};
 
 /// Extra wait before re-checking availability, against clock skew (upstream adds a
 /// second when it requeues for `minReadySeconds`).
@@ -213,7 +213,7 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
             // expect before acting: the informer may see a pod before create returns
             self.expectations.expect_creations(key, n);
             tracing::debug!(kind = %K::kind(&()), %key, need = spec.replicas, creating = n, "too few replicas");
-            let controller_ref = new_controller_ref(&K::api_version(&()), &K::kind(&()), rs.meta());
+            let controller_ref = new_controller_ref(rs);
             let (created, err) = slow_start_batch(n, SLOW_START_INITIAL_BATCH_SIZE, || async {
                 match self
                     .pods
@@ -275,7 +275,7 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
     /// The pods of every ReplicaSet controlled by the same owner as `rs` (a
     /// Deployment's ReplicaSets): deletions prefer nodes that run many of them.
     async fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<Pod>> {
-        let Some(owner) = controller_of(rs.meta()).map(|r| r.uid.clone()) else {
+        let Some(owner) = get_controller_of(rs.meta()).map(|r| r.uid.clone()) else {
             return Vec::new();
         };
         let namespace = rs.meta().namespace.clone().unwrap_or_default();
@@ -283,7 +283,7 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
         let mut seen = std::collections::HashSet::new();
         let mut related = Vec::new();
         for sibling in self.cache.list::<K>(Some(&namespace)).await {
-            if controller_of(sibling.meta()).is_none_or(|r| r.uid != owner) {
+            if get_controller_of(sibling.meta()).is_none_or(|r| r.uid != owner) {
                 continue;
             }
             let Ok(spec) = sibling.spec_view() else {

@@ -914,7 +914,7 @@ async fn hash_collision_bumps_collision_count() {
         .get(&format!("web-{hash}"))
         .await
         .expect("squatter stays");
-    assert!(util::controller_of(&other.metadata).is_none());
+    assert!(coxswain_runtime::controllerutil::get_controller_of(&other.metadata).is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -975,7 +975,9 @@ async fn history_limit_adoption_and_release() {
         .expect("relabel");
     wait_for("released", || async {
         let rs = h.replicasets().get(&old_name).await.expect("get");
-        util::controller_of(&rs.metadata).is_none().then_some(())
+        coxswain_runtime::controllerutil::get_controller_of(&rs.metadata)
+            .is_none()
+            .then_some(())
     })
     .await;
 }

@@ -27,9 +27,10 @@ pub use scaling::*;
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
+use coxswain_runtime::controllerutil::get_controller_of;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
 /// The revision of a ReplicaSet (and of its Deployment): the rollout sequence number.
@@ -182,29 +183,9 @@ pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
-/// The owner reference with `controller: true`, if any.
-pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-}
-
 /// Whether `meta` is controlled by the object with UID `uid`.
 pub fn is_controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
-    controller_of(meta).is_some_and(|r| r.uid == uid)
-}
-
-/// The controller reference a Deployment puts on its ReplicaSets.
-pub fn controller_ref(d: &Deployment) -> OwnerReference {
-    OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: name(&d.metadata).to_string(),
-        uid: d.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
+    get_controller_of(meta).is_some_and(|r| r.uid == uid)
 }
 
 /// `now` cut to whole seconds, as `metav1.Time` serialises it (so a condition written and
