@@ -279,18 +279,20 @@ pub struct EnqueueMapped<F>(pub F);
 impl<K, R, F> EventHandler<K, R> for EnqueueMapped<F>
 where
     F: Fn(&K) -> Vec<R> + Send + Sync,
-    R: PartialEq,
+    R: Eq + std::hash::Hash + Clone,
 {
     fn keys(&self, change: &Change<K>) -> Vec<R> {
         match change {
             Change::Added(o) | Change::Deleted(o) => (self.0)(o),
             Change::Updated { old, new } => {
                 let mut out = (self.0)(old);
-                for r in (self.0)(new) {
-                    if !out.contains(&r) {
-                        out.push(r);
-                    }
+                let next = (self.0)(new);
+                if next == out {
+                    // the usual update: it maps to the same requests
+                    return out;
                 }
+                let seen: std::collections::HashSet<R> = out.iter().cloned().collect();
+                out.extend(next.into_iter().filter(|r| !seen.contains(r)));
                 out
             }
         }
@@ -373,5 +375,57 @@ mod tests {
             ))]
         });
         assert_eq!(m.keys(&Change::Added(rs)), vec![ObjectKey::cluster("x-rs")]);
+        // an update maps the old object, then the new one, each request once
+        let by_owner = EnqueueMapped(|r: &ReplicaSet| {
+            let owner = r.metadata.owner_references.as_ref().unwrap()[0]
+                .name
+                .clone();
+            vec![ObjectKey::cluster(owner), ObjectKey::cluster("always")]
+        });
+        let moved = Change::Updated {
+            old: rs_owned_by("a", true),
+            new: rs_owned_by("b", true),
+        };
+        assert_eq!(
+            by_owner.keys(&moved),
+            vec![
+                ObjectKey::cluster("a"),
+                ObjectKey::cluster("always"),
+                ObjectKey::cluster("b")
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn funcs_and_delays_reach_the_queue() {
+        let q: RateLimitedQueue<ObjectKey> = RateLimitedQueue::new();
+        let requests = Requests::new(&q);
+        // only the closures given run
+        let f = Funcs::<ReplicaSet>::new().on_update(|old, new, q| {
+            if old.metadata.owner_references != new.metadata.owner_references {
+                q.add(ObjectKey::cluster("moved"));
+            }
+        });
+        f.handle(&Change::Added(rs_owned_by("a", true)), &requests);
+        assert_eq!(q.len(), 0);
+        let moved = Change::Updated {
+            old: rs_owned_by("a", true),
+            new: rs_owned_by("b", true),
+        };
+        f.handle(&moved, &requests);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.get().await, Some(ObjectKey::cluster("moved")));
+        // a delayed handler's request is not ready at once
+        let delayed = EventHandlerExt::<ReplicaSet, ObjectKey>::after(
+            EnqueueObject,
+            Duration::from_secs(3600),
+        );
+        delayed.handle(&Change::Added(rs_owned_by("a", true)), &requests);
+        assert_eq!(q.len(), 0);
+        // while its keys are the inner handler's
+        assert_eq!(
+            delayed.keys(&Change::Added(rs_owned_by("a", true))),
+            vec![ObjectKey::namespaced("ns", "rs")]
+        );
     }
 }
