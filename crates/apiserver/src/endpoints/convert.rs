@@ -111,14 +111,15 @@ impl Api {
                     self.convert_reply(reply, webhook, &want, &keep, def).await
                 }
                 "POST" | "PUT" => {
-                    let (obj, _) = super::decode_body(def.kind, headers, &body)?;
+                    let (obj, _) =
+                        super::body::decode(headers, &body, &super::write::expected_object(def))?;
                     let converted = self.to_version(webhook, obj, &want, &keep).await?;
                     let (h, b) = json_body(headers, &converted);
                     let reply = self.serve_inner(method, inner, query, &h, b).await?;
                     self.convert_reply(reply, webhook, &want, &keep, def).await
                 }
                 "PATCH" => {
-                    let ct = super::content_type(headers);
+                    let ct = super::body::content_type(headers);
                     let patch = PatchBody::parse(&ct, &body)?;
                     if let PatchBody::Apply(config) = patch {
                         let converted =

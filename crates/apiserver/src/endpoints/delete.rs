@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
@@ -26,42 +26,28 @@ struct DeleteOptions {
     dry_run: bool,
 }
 
-fn parse_options(query: &Query, body: &Bytes) -> ApiResult<DeleteOptions> {
+/// DeleteOptions from the body (JSON, YAML or protobuf) or, when there is none, from the
+/// query, as upstream reads them (a body's options leave the query unread).
+fn parse_options(query: &Query, headers: &HeaderMap, body: &Bytes) -> ApiResult<DeleteOptions> {
     let mut o = DeleteOptions::default();
-    if !body.is_empty() {
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-        o.grace_period = v.get("gracePeriodSeconds").and_then(Value::as_i64);
-        o.propagation = v
-            .get("propagationPolicy")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
-            && o.propagation.is_none()
-        {
+    if let Some(given) = super::body::delete_options(headers, body)? {
+        o.grace_period = given.grace_period_seconds;
+        o.propagation = given.propagation_policy;
+        if given.orphan_dependents == Some(true) && o.propagation.is_none() {
             o.propagation = Some("Orphan".into());
         }
-        o.uid = v
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        o.resource_version = v
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        o.dry_run = v
-            .get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|x| x == "All"));
-    }
-    if let Some(g) = query.int("gracePeriodSeconds")? {
-        o.grace_period = Some(g);
-    }
-    if let Some(p) = query.get("propagationPolicy") {
-        o.propagation = Some(p.to_string());
-    }
-    if query.get("dryRun") == Some("All") {
-        o.dry_run = true;
+        if let Some(p) = given.preconditions {
+            o.uid = p.uid;
+            o.resource_version = p.resource_version;
+        }
+        o.dry_run = given.dry_run.is_some_and(|d| d.iter().any(|x| x == "All"));
+    } else {
+        o.grace_period = query.int("gracePeriodSeconds")?;
+        o.propagation = query.get("propagationPolicy").map(str::to_string);
+        if query.flag("orphanDependents")? == Some(true) && o.propagation.is_none() {
+            o.propagation = Some("Orphan".into());
+        }
+        o.dry_run = query.get("dryRun") == Some("All");
     }
     if let Some(p) = &o.propagation {
         if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
@@ -217,6 +203,7 @@ impl Api {
         &self,
         target: &Target,
         query: &Query,
+        headers: &HeaderMap,
         body: &Bytes,
     ) -> ApiResult<Reply> {
         let def = target.resource;
@@ -225,7 +212,7 @@ impl Api {
                 "delete is not supported on this subresource",
             ));
         }
-        let opts = parse_options(query, body)?;
+        let opts = parse_options(query, headers, body)?;
         let name = target.name.clone().unwrap_or_default();
         let (event, obj) = self
             .delete_one(def, target.namespace.as_deref(), &name, &opts)
@@ -254,10 +241,11 @@ impl Api {
         &self,
         target: &Target,
         query: &Query,
+        headers: &HeaderMap,
         body: &Bytes,
     ) -> ApiResult<Reply> {
         let def = target.resource;
-        let opts = parse_options(query, body)?;
+        let opts = parse_options(query, headers, body)?;
         let list_opts = ListOptions::parse(query, false)?;
         let filter = Filter::for_request(target, &list_opts)?;
         let snapshot = self.store.snapshot(&def.storage_key());

@@ -5,6 +5,7 @@
 //! HTTP framing lives in [`crate::endpoints::http`].
 
 mod apply;
+pub mod body;
 pub mod codec;
 mod convert;
 mod delete;
@@ -285,68 +286,13 @@ impl Api {
             }
             ("PUT", true) => self.update(&target, query, headers, &body).await,
             ("PATCH", true) => self.patch(&target, query, headers, &body).await,
-            ("DELETE", true) => self.delete(&target, query, &body).await,
+            ("DELETE", true) => self.delete(&target, query, headers, &body).await,
             ("DELETE", false) if target.resource.delete_collection => {
-                self.delete_collection(&target, query, &body).await
+                self.delete_collection(&target, query, headers, &body).await
             }
             _ => Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",
             )),
-        }
-    }
-}
-
-/// The media type of a request body, without parameters.
-pub fn content_type(headers: &HeaderMap) -> String {
-    headers
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(|s| {
-            s.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default()
-}
-
-/// Decode a JSON, YAML or protobuf request body into an object; also return the paths
-/// of duplicated JSON keys (for `fieldValidation`).
-pub fn decode_body(
-    kind: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult<(Value, Vec<String>)> {
-    if body.len() > MAX_BODY {
-        return Err(ApiError::too_large());
-    }
-    let ct = content_type(headers);
-    let json = |b: &[u8]| crate::machinery::json_dups::parse(b).map_err(|e| e.to_string());
-    let parsed: Result<(Value, Vec<String>), String> = match ct.as_str() {
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            serde_yaml::from_slice::<Value>(body)
-                .map(|v| (v, Vec::new()))
-                .map_err(|e| e.to_string())
-        }
-        crate::machinery::protobuf::PROTOBUF_MEDIA_TYPE => {
-            match crate::machinery::protobuf::decode(body) {
-                Ok(v) => Ok((v, Vec::new())),
-                Err(e) => return Err(ApiError::new(415, "UnsupportedMediaType", e)),
-            }
-        }
-        _ => json(body),
-    };
-    match parsed {
-        Ok((v @ Value::Object(_), dups)) => Ok((v, dups)),
-        Ok(_) => Err(ApiError::bad_request(format!(
-            "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: expected an object"
-        ))),
-        Err(e) => {
-            let snippet: String = String::from_utf8_lossy(&body[..body.len().min(64)]).into_owned();
-            Err(ApiError::bad_request(format!(
-                "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {e} ({snippet})"
-            )))
         }
     }
 }

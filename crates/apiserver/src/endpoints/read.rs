@@ -221,12 +221,23 @@ pub fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
                 .unwrap_or_default(),
         ),
     };
+    // autoscaling/v1: ScaleSpec.replicas and ScaleStatus.selector are omitempty,
+    // ScaleStatus.replicas is not
+    let mut spec = serde_json::Map::new();
+    if replicas != 0 {
+        spec.insert("replicas".into(), json!(replicas));
+    }
+    let mut status = serde_json::Map::new();
+    status.insert("replicas".into(), json!(status_replicas));
+    if !selector.is_empty() {
+        status.insert("selector".into(), json!(selector));
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": meta,
-        "spec": {"replicas": replicas},
-        "status": {"replicas": status_replicas, "selector": selector},
+        "spec": spec,
+        "status": status,
     })
 }
 

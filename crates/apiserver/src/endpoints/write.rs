@@ -7,7 +7,8 @@ use axum::http::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{content_type, decode_body, Api, Reply};
+use super::body::{content_type, decode, Expected};
+use super::{Api, Reply};
 use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
 use crate::registry::catalog::Phase;
 use crate::registry::catalog::{ResourceDef, Subresource};
@@ -210,7 +211,7 @@ impl Api {
             ));
         }
         let opts = super::managed::write_options(query, headers, "CreateOptions", false)?;
-        let (raw, dups) = decode_body(def.kind, headers, body)?;
+        let (raw, dups) = decode(headers, body, &expected_object(def))?;
         let Decoded { obj, warnings } = normalise(def, raw, dups, &opts)?;
         self.create_object(target, &opts, obj, warnings, false)
             .await
@@ -313,15 +314,13 @@ impl Api {
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let opts = super::managed::write_options(query, headers, "UpdateOptions", false)?;
-        let (raw, dups) = decode_body(
-            if target.subresource == Some(Subresource::Scale) {
-                "Scale"
-            } else {
-                def.kind
-            },
-            headers,
-            body,
-        )?;
+        let expected = if target.subresource == Some(Subresource::Scale) {
+            // every scale subresource reads autoscaling/v1 Scale, also a custom resource's
+            Expected::object("Scale", "autoscaling/v1", true)
+        } else {
+            expected_object(def)
+        };
+        let (raw, dups) = decode(headers, body, &expected)?;
         if target.subresource == Some(Subresource::Scale) {
             return self.update_scale(target, &opts, raw, None).await;
         }
@@ -457,7 +456,7 @@ impl Api {
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let opts = WriteOptions::parse(query)?;
-        let (binding, _) = decode_body("Binding", headers, body)?;
+        let (binding, _) = decode(headers, body, &Expected::object("Binding", "v1", true))?;
         let name = target.name.clone().unwrap_or_default();
         def.strategy.check_binding(&name, &binding)?;
         self.store_update(target, &opts, None, |old| {
@@ -586,6 +585,11 @@ impl Api {
         let w = warnings.into_inner().unwrap_or_default();
         Ok(reply.with_warnings(w))
     }
+}
+
+/// What a create or update body of `def` holds (custom resources have no protobuf).
+pub(super) fn expected_object(def: &ResourceDef) -> Expected<'_> {
+    Expected::object(def.kind, def.api_version(), def.custom.is_none())
 }
 
 fn scale_replicas(scale: &Value, name: &str) -> ApiResult<i64> {

@@ -6,5 +6,6 @@ mod common;
 mod crds;
 mod kube_rs;
 mod layers;
+mod protobuf;
 mod reference;
 mod tables;

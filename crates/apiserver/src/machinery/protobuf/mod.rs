@@ -138,10 +138,68 @@ struct Message {
 }
 
 /// Decode a Kubernetes protobuf body (magic "k8s\0" + runtime.Unknown envelope holding typeMeta {apiVersion, kind} and raw = the object's protobuf) into the object's JSON, with apiVersion and kind set from the envelope. Errors are human-readable strings.
+#[cfg(test)]
 pub fn decode(body: &[u8]) -> Result<Value, String> {
-    let envelope = body
-        .strip_prefix(MAGIC)
-        .ok_or("protobuf body does not start with the k8s\\0 magic prefix")?;
+    decode_as(body, "", "").map_err(|e| e.message)
+}
+
+/// Why a body did not decode.
+#[derive(Debug)]
+pub struct DecodeError {
+    /// What is wrong, in upstream's words where it has them.
+    pub message: String,
+    /// Whether the envelope was read, so the body's kind is known.
+    pub kind_known: bool,
+}
+
+/// [`decode`], with the `apiVersion` and `kind` an envelope that names none stands for
+/// (upstream's serializer defaults a missing group, version or kind from the type the
+/// handler decodes into).
+pub fn decode_as(body: &[u8], api_version: &str, kind: &str) -> Result<Value, DecodeError> {
+    let (api_version, kind, raw) =
+        envelope(body, api_version, kind).map_err(|message| DecodeError {
+            message,
+            kind_known: false,
+        })?;
+    let known = |message: String| DecodeError {
+        message,
+        kind_known: true,
+    };
+    let index = lookup(&api_version, &kind).ok_or_else(|| {
+        known(format!(
+            "no kind \"{kind}\" is registered for version \"{api_version}\""
+        ))
+    })?;
+    let Value::Object(fields) = decode_message(index, raw, 0).map_err(known)? else {
+        return Err(known(format!("{kind} did not decode to an object")));
+    };
+    let mut out = Map::with_capacity(fields.len() + 2);
+    out.insert("kind".to_string(), Value::String(kind));
+    out.insert("apiVersion".to_string(), Value::String(api_version));
+    for (k, v) in fields {
+        if k != "kind" && k != "apiVersion" {
+            out.insert(k, v);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// The envelope: `(apiVersion, kind, raw)`, the defaults standing in for a missing
+/// `apiVersion` or `kind`. Error texts are upstream's where it has one.
+fn envelope<'a>(
+    body: &'a [u8],
+    default_version: &str,
+    default_kind: &str,
+) -> Result<(String, String, &'a [u8]), String> {
+    if body.is_empty() {
+        return Err("empty data".to_string());
+    }
+    let envelope = body.strip_prefix(MAGIC).ok_or(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+    )?;
+    if envelope.is_empty() {
+        return Err("empty body".to_string());
+    }
     let mut api_version = String::new();
     let mut kind = String::new();
     let mut raw: &[u8] = &[];
@@ -174,24 +232,19 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
             _ => {}
         }
     }
-    if kind.is_empty() || api_version.is_empty() {
-        return Err("protobuf envelope is missing apiVersion or kind".to_string());
+    if kind.is_empty() {
+        kind = default_kind.to_string();
     }
-    let index = lookup(&api_version, &kind).ok_or_else(|| {
-        format!("protobuf decoding is not supported for {kind} in {api_version}; send JSON")
-    })?;
-    let Value::Object(fields) = decode_message(index, raw, 0)? else {
-        return Err(format!("{kind} did not decode to an object"));
-    };
-    let mut out = Map::with_capacity(fields.len() + 2);
-    out.insert("kind".to_string(), Value::String(kind));
-    out.insert("apiVersion".to_string(), Value::String(api_version));
-    for (k, v) in fields {
-        if k != "kind" && k != "apiVersion" {
-            out.insert(k, v);
-        }
+    if api_version.is_empty() {
+        api_version = default_version.to_string();
     }
-    Ok(Value::Object(out))
+    if kind.is_empty() {
+        return Err("Object 'Kind' is missing in the protobuf envelope".to_string());
+    }
+    if api_version.is_empty() {
+        return Err("Object 'apiVersion' is missing in the protobuf envelope".to_string());
+    }
+    Ok((api_version, kind, raw))
 }
 
 /// Message index for a top-level `apiVersion` + `kind`.
