@@ -151,6 +151,7 @@ fn decide(
             }
         }
     }
+    rest::bump_generation_on_deletion(&original, &mut obj);
     if obj == original {
         return Ok(WriteAction::Unchanged(Arc::clone(current)));
     }

@@ -391,7 +391,10 @@ impl Api {
                         return Err(ApiError::stale(def.group, def.plural, &name));
                     }
                     let old = crate::registry::versions::present_value(def, current.value()?)?;
-                    let incoming = compute(&old)?;
+                    let mut incoming = compute(&old)?;
+                    // decode-time defaults come before the strategy compares old and new
+                    // (a body without them changes nothing, as upstream)
+                    rest::default_object(def, &mut incoming, Phase::Scheme);
                     let mut new = match sub {
                         Some(Subresource::Status) | Some(Subresource::Approval) => {
                             rest::prepare_status_update(def, &old, &incoming)
@@ -408,7 +411,6 @@ impl Api {
                             n
                         }
                     };
-                    rest::default_object(def, &mut new, Phase::Scheme);
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
                     }

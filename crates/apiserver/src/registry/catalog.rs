@@ -92,9 +92,20 @@ pub trait Strategy: Sync {
         true
     }
 
-    /// Whether `metadata.generation` is kept (1 at create, bumped when the spec changes).
+    /// Whether the kind tracks `metadata.generation`: 1 at create, bumped by the
+    /// updates [`Strategy::bumps_generation`] counts. Other kinds keep what a create
+    /// was given and the stored value on update (upstream's `BeforeUpdate` pins it);
+    /// every kind's is bumped when a deletion starts (`BeforeDelete`, `markAsDeleting`)
+    /// if it has one.
     fn uses_generation(&self) -> bool {
         false
+    }
+
+    /// Whether an update from `old` to `new` (both prepared: status restored, the
+    /// kind's `prepare_for_update` applied) bumps the generation of a kind that tracks
+    /// it; by default when the `spec` changed, as most strategies' `PrepareForUpdate`.
+    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
+        old.get("spec") != new.get("spec")
     }
 
     /// Defaults of the object in `phase`.

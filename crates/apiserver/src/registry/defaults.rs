@@ -15,8 +15,7 @@
 //! Each kind's registry file applies its defaults in its strategy's `default`, in one of
 //! two phases ([`crate::registry::catalog::Phase`]): `Create` is everything a create
 //! request gets (scheme defaults plus the create-time additions: namespace `kubernetes`
-//! finalizer, pod `status.phase`/`qosClass` and priority, DaemonSet template-generation
-//! annotation, Service IP family fields, zero-valued `status` stanzas, the Job's generated
+//! finalizer, pod `status.phase`/`qosClass` and priority, Service IP family fields, zero-valued `status` stanzas, the Job's generated
 //! selector); `Scheme` is only what upstream applies on every decode (updates, `/status`
 //! and `/finalize` writes), where create-only additions must not come back (a namespace
 //! finalizer that the namespace controller removed, for instance). This module holds the

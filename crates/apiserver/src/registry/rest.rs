@@ -85,10 +85,10 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
         m.remove("selfLink");
+        // a kind that does not track generation keeps what the client sent (upstream
+        // wipes only uid, timestamps and deletion fields)
         if def.strategy.uses_generation() {
             m.insert("generation".into(), json!(1));
-        } else {
-            m.remove("generation");
         }
     }
     def.strategy.prepare_for_create(def, obj);
@@ -142,34 +142,51 @@ fn copy_system_meta(old: &Value, new: &mut Value) {
 }
 
 fn bump_generation(def: &ResourceDef, old: &Value, new: &mut Value) {
-    if !def.strategy.uses_generation() {
+    if !def.strategy.uses_generation() || !def.strategy.bumps_generation(def, old, new) {
         return;
     }
-    let spec_changed = {
-        let strip = |v: &Value| -> Value {
-            let mut c = v.clone();
-            if let Some(o) = c.as_object_mut() {
-                o.remove("metadata");
-                // without a status subresource, a custom resource's status is content
-                if def.custom.is_none() || def.has_status() {
-                    o.remove("status");
-                }
-            }
-            c
-        };
-        strip(old) != strip(new)
-    };
-    let deleting_now = old.pointer("/metadata/deletionTimestamp").is_none()
-        && new.pointer("/metadata/deletionTimestamp").is_some();
-    if spec_changed || deleting_now {
-        let g = old
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-            + 1;
+    let g = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        + 1;
+    if let Some(m) = meta_mut(new) {
+        m.insert("generation".into(), json!(g));
+    }
+}
+
+/// Upstream's bump when a deletion starts (`BeforeDelete` for graceful deletion,
+/// `markAsDeleting` for finalizers): an object with a generation that gets its first
+/// deletion timestamp counts one more, whatever its kind.
+pub fn bump_generation_on_deletion(old: &Value, new: &mut Value) {
+    if old.pointer("/metadata/deletionTimestamp").is_some()
+        || new.pointer("/metadata/deletionTimestamp").is_none()
+    {
+        return;
+    }
+    let g = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if g > 0 {
         if let Some(m) = meta_mut(new) {
-            m.insert("generation".into(), json!(g));
+            m.insert("generation".into(), json!(g + 1));
         }
+    }
+}
+
+/// Whether two objects differ in anything but `metadata` (upstream's rule for custom
+/// resources, and EndpointSlices').
+pub fn content_differs(old: &Value, new: &Value) -> bool {
+    match (old.as_object(), new.as_object()) {
+        (Some(o), Some(n)) => {
+            let count =
+                |m: &serde_json::Map<String, Value>| m.keys().filter(|k| *k != "metadata").count();
+            count(o) != count(n)
+                || o.iter()
+                    .any(|(k, v)| k != "metadata" && n.get(k) != Some(v))
+        }
+        _ => old != new,
     }
 }
 
@@ -296,9 +313,10 @@ mod tests {
         prepare_create(def("apps", "Deployment"), &mut d);
         assert_eq!(d["status"], json!({}));
         assert_eq!(d["metadata"]["generation"], 1);
+        // a kind without generation keeps the client's (upstream does not wipe it)
         let mut cm = json!({"metadata": {"name": "c", "generation": 7}});
         prepare_create(def("", "ConfigMap"), &mut cm);
-        assert!(cm.pointer("/metadata/generation").is_none());
+        assert_eq!(cm["metadata"]["generation"], 7);
         assert!(cm.get("status").is_none());
     }
 

@@ -4,6 +4,7 @@
 
 mod common;
 mod crds;
+mod generation;
 mod kube_rs;
 mod layers;
 mod protobuf;

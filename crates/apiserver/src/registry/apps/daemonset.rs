@@ -26,6 +26,26 @@ impl Strategy for DaemonSetStrategy {
         StatusMeta::KeepExcept(&[])
     }
 
+    /// `daemonSetStrategy.PrepareForCreate`: the status reset, and a template generation
+    /// of at least 1.
+    fn prepare_for_create(&self, _def: &ResourceDef, obj: &mut Value) {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("status".into(), Value::Object(Default::default()));
+        }
+        let given = template_generation(obj).unwrap_or(0);
+        set_template_generation(obj, given.max(1));
+    }
+
+    /// `daemonSetStrategy.PrepareForUpdate`: the template generation is the server's,
+    /// one more when the template changed.
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) {
+        let mut g = template_generation(old).unwrap_or(0);
+        if old.pointer("/spec/template") != new.pointer("/spec/template") {
+            g += 1;
+        }
+        set_template_generation(new, g);
+    }
+
     fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             defaults::apply(o, phase);
@@ -38,6 +58,37 @@ impl Strategy for DaemonSetStrategy {
 
     fn printer(&self) -> Option<&'static Printer> {
         Some(&printer::DAEMON_SET)
+    }
+}
+
+/// The annotation apps/v1 carries the internal `spec.templateGeneration` in (upstream's
+/// conversion moves it between the two).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+fn template_generation(obj: &Value) -> Option<i64> {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(TEMPLATE_GENERATION))
+        .and_then(Value::as_str)
+        .and_then(|v| v.parse().ok())
+}
+
+fn set_template_generation(obj: &mut Value, g: i64) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    let meta = o
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(m) = meta.as_object_mut() {
+        let ann = m
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !ann.is_object() {
+            *ann = Value::Object(Default::default());
+        }
+        if let Some(a) = ann.as_object_mut() {
+            a.insert(TEMPLATE_GENERATION.into(), Value::String(g.to_string()));
+        }
     }
 }
 
@@ -149,16 +200,6 @@ pub(crate) mod defaults {
             }
         }
         if phase.create() {
-            if let Some(meta) = child_or_insert(o, "metadata") {
-                if let Some(ann) = child_or_insert(meta, "annotations") {
-                    if !ann.contains_key("deprecated.daemonset.template.generation") {
-                        ann.insert(
-                            "deprecated.daemonset.template.generation".into(),
-                            json!("1"),
-                        );
-                    }
-                }
-            }
             status_shape(
                 o,
                 &[

@@ -22,6 +22,13 @@ impl Strategy for DeploymentStrategy {
         true
     }
 
+    /// `deploymentStrategy`: the spec or the annotations (which the controller copies
+    /// to the replica sets).
+    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
+        old.get("spec") != new.get("spec")
+            || old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations")
+    }
+
     fn status_update_metadata(&self) -> StatusMeta {
         StatusMeta::KeepExcept(&["labels"])
     }

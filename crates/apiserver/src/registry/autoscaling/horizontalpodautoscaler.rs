@@ -24,10 +24,6 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
         &[Subresource::Status]
     }
 
-    fn uses_generation(&self) -> bool {
-        true
-    }
-
     fn default(&self, def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             match def.version {

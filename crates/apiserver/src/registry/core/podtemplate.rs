@@ -14,6 +14,15 @@ pub static KIND: Kind = Kind::new(&[], &PodTemplateStrategy);
 pub struct PodTemplateStrategy;
 
 impl Strategy for PodTemplateStrategy {
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    /// `podTemplateStrategy`: changes of the template.
+    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
+        old.get("template") != new.get("template")
+    }
+
     fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             defaults::apply(o, phase);

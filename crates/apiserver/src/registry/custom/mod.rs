@@ -374,6 +374,12 @@ impl Strategy for CustomStrategy {
         true
     }
 
+    /// `customResourceStrategy`: any change but of `metadata` (the status too, which
+    /// the update keeps from the stored object when it has its own subresource).
+    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
+        crate::registry::rest::content_differs(old, new)
+    }
+
     fn default(&self, def: &ResourceDef, obj: &mut Value, _phase: Phase) {
         if let Some(schema) = def.custom.and_then(|c| c.schema.as_ref()) {
             crate::machinery::structural::default(schema, obj);

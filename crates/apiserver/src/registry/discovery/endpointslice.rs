@@ -15,6 +15,16 @@ pub static KIND: Kind = Kind::new(&[], &EndpointSliceStrategy);
 pub struct EndpointSliceStrategy;
 
 impl Strategy for EndpointSliceStrategy {
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    /// `endpointSliceStrategy`: anything but metadata, or the labels.
+    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
+        crate::registry::rest::content_differs(old, new)
+            || old.pointer("/metadata/labels") != new.pointer("/metadata/labels")
+    }
+
     fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             defaults::apply(o, phase);

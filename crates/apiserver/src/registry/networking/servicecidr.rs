@@ -19,10 +19,6 @@ impl Strategy for ServiceCIDRStrategy {
         &[Subresource::Status]
     }
 
-    fn uses_generation(&self) -> bool {
-        true
-    }
-
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
     }

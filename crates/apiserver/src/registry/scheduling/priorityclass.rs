@@ -15,6 +15,15 @@ pub static KIND: Kind = Kind::new(&["pc"], &PriorityClassStrategy);
 pub struct PriorityClassStrategy;
 
 impl Strategy for PriorityClassStrategy {
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    /// `priorityClassStrategy`: 1 at create, never bumped.
+    fn bumps_generation(&self, _def: &ResourceDef, _old: &Value, _new: &Value) -> bool {
+        false
+    }
+
     fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             defaults::apply(o, phase);

@@ -15,6 +15,10 @@ pub static KIND: Kind = Kind::new(&[], &CSIDriverStrategy);
 pub struct CSIDriverStrategy;
 
 impl Strategy for CSIDriverStrategy {
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
     fn default(&self, _def: &ResourceDef, obj: &mut Value, phase: Phase) {
         if let Some(o) = obj.as_object_mut() {
             defaults::apply(o, phase);

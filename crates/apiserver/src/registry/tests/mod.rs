@@ -2,6 +2,7 @@
 //! see it, compared with a real kube-apiserver's answers.
 
 mod defaults;
+mod generation;
 mod printers_cluster;
 mod printers_core;
 mod printers_pod;
