@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import deployment
+from conftest import configmap, deployment
 
 
 def two_container_deployment(name):
@@ -181,3 +181,64 @@ def test_patch_status_subresource(kubectl, ns):
     # --subresource=status through get
     sub = kubectl.json("get", "deployment", "stat", "-n", ns, "--subresource=status")
     assert sub["status"]["readyReplicas"] == 2
+
+
+# What is stored and returned is kube-apiserver's decode -> protobuf storage -> JSON
+# round trip of the object: omitempty drops empty lists, maps and zero scalars (and
+# protobuf cannot tell an empty list from none), pointers keep their zeros, structs are
+# always written.
+
+def test_emptied_metadata_collections_are_dropped(kubectl, ns):
+    owner = kubectl.json("create", "configmap", "owner", "-n", ns)
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    kubectl.apply_yaml("create", configmap("owned", labels={"app": "x"}, annotations={"a": "1"},
+                                           ownerReferences=[ref], finalizers=["example.com/hold"]),
+                       "-n", ns)
+    kubectl("patch", "configmap", "owned", "-n", ns, "--type=merge", "-p",
+            json.dumps({"metadata": {"ownerReferences": [], "finalizers": []}}))
+    kubectl("label", "configmap", "owned", "app-", "-n", ns)
+    kubectl("annotate", "configmap", "owned", "a-", "-n", ns)
+    meta = kubectl.json("get", "configmap", "owned", "-n", ns)["metadata"]
+    for gone in ("ownerReferences", "finalizers", "labels", "annotations"):
+        assert gone not in meta, (gone, meta)
+
+    # a patch that only sets what is omitted anyway changes nothing: no new revision
+    rv = meta["resourceVersion"]
+    kubectl("patch", "configmap", "owned", "-n", ns, "--type=merge", "-p",
+            json.dumps({"metadata": {"labels": {}, "finalizers": []}, "data": {}}))
+    assert kubectl.json("get", "configmap", "owned", "-n", ns)["metadata"]["resourceVersion"] == rv
+
+
+def test_zero_values_as_go_writes_them(kubectl, ns):
+    dep = deployment("zero", replicas=0, containers=[
+        {"name": "c", "image": "nginx:1.27", "command": [], "env": [{"name": "E", "value": ""}]}])
+    dep["spec"]["paused"] = False
+    dep["spec"]["template"]["spec"].update({"hostNetwork": False, "volumes": [], "nodeSelector": {}})
+    kubectl.apply_yaml("create", dep, "-n", ns)
+    got = kubectl.json("get", "deployment", "zero", "-n", ns)
+    assert got["spec"]["replicas"] == 0, "a pointer keeps its zero"
+    assert "paused" not in got["spec"]
+    pod_spec = got["spec"]["template"]["spec"]
+    for gone in ("hostNetwork", "volumes", "nodeSelector"):
+        assert gone not in pod_spec, (gone, pod_spec)
+    c = pod_spec["containers"][0]
+    assert "command" not in c and c["env"] == [{"name": "E"}] and c["resources"] == {}
+
+    # a list without omitempty: null once stored
+    kubectl.apply_yaml("create", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                                  "metadata": {"name": "none"}, "rules": []}, "-n", ns)
+    role = kubectl.json("get", "role", "none", "-n", ns)
+    assert "rules" in role and role["rules"] is None, role
+
+
+def test_python_client_reads_emptied_finalizers_as_none(core_v1, ns):
+    from kubernetes import client
+
+    core_v1.create_namespaced_config_map(ns, client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="fin", finalizers=["example.com/hold"])))
+    # a JSON patch (the client's choice for a list body) that empties the list
+    core_v1.patch_namespaced_config_map(
+        "fin", ns, [{"op": "replace", "path": "/metadata/finalizers", "value": []}])
+    raw = json.loads(core_v1.read_namespaced_config_map("fin", ns, _preload_content=False).data)
+    assert "finalizers" not in raw["metadata"], raw["metadata"]
+    assert core_v1.read_namespaced_config_map("fin", ns).metadata.finalizers is None

@@ -1,6 +1,7 @@
 //! Cost of field management per write: `managedFields` of a Pod on create, on a
 //! kubelet-style status update and on a metadata update, and a server-side apply of a
-//! Deployment. Prints microseconds per operation.
+//! Deployment; and the Go round trip (`machinery::protobuf::roundtrip`) every write of a
+//! built-in kind takes. Prints microseconds per operation.
 //!
 //! `cargo bench -p coxswain-apiserver --bench managed_fields`
 
@@ -93,6 +94,19 @@ fn main() {
         p["metadata"]["labels"]["extra"] = json!("x");
         pods.record_update(false, "kubectl-label", Some(&status), &mut p);
     });
+    time("(baseline: cloning a running Pod)", 2000, || {
+        std::hint::black_box(status.clone());
+    });
+    time(
+        "Go round trip of a running Pod (decode + storage)",
+        2000,
+        || {
+            let mut p = status.clone();
+            pods.roundtrip(&mut p, false);
+            pods.roundtrip(&mut p, true);
+            std::hint::black_box(p);
+        },
+    );
     let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}});

@@ -63,6 +63,16 @@ pub mod bench {
             crate::endpoints::managed::record_update(self.0, sub, manager, old, new);
         }
 
+        /// The Go round trip a write takes (`storage`: as stored, else as decoded).
+        pub fn roundtrip(self, obj: &mut Value, storage: bool) {
+            let mode = if storage {
+                crate::registry::rest::Mode::Storage
+            } else {
+                crate::registry::rest::Mode::Decode
+            };
+            crate::registry::rest::go_roundtrip(self.0, obj, mode);
+        }
+
         /// A server-side apply of `config` over `live`.
         pub fn apply(
             self,

@@ -4,7 +4,7 @@
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use super::write::{ensure_name_matches, normalise, Decoded};
+use super::write::{check_body, ensure_name_matches, Decoded};
 use super::{managed, Api, Reply};
 use crate::endpoints::request::{Query, Target};
 use crate::registry::catalog::Subresource;
@@ -42,7 +42,7 @@ impl Api {
         let Decoded {
             obj: mut config,
             warnings,
-        } = normalise(def, config, Vec::new(), &opts)?;
+        } = check_body(def, config, Vec::new(), &opts)?;
         ensure_name_matches(target, &mut config)?;
         let manager = opts.field_manager.clone().unwrap_or_default();
         let force = opts.force;

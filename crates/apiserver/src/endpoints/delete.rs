@@ -75,9 +75,17 @@ fn add_propagation_finalizer(obj: &mut Value, propagation: Option<&str>) {
     }
 }
 
+/// A stored object `obj` of `def` as storage keeps it (the Go round trip of the stored
+/// version: a finalizer list emptied by the deletion is gone).
+fn stored(def: &'static ResourceDef, mut obj: Value) -> Value {
+    let to = crate::registry::versions::storage_def(def);
+    rest::go_roundtrip(to, &mut obj, rest::Mode::Storage);
+    obj
+}
+
 /// Decide what deleting `current` does.
 fn decide(
-    def: &ResourceDef,
+    def: &'static ResourceDef,
     current: &Arc<StoredObject>,
     opts: &DeleteOptions,
     name: &str,
@@ -115,7 +123,7 @@ fn decide(
     let grace = match def.strategy.delete(&mut obj, &req) {
         Deletion::Now => return Ok(WriteAction::Delete(None)),
         Deletion::Unchanged => return Ok(WriteAction::Unchanged(Arc::clone(current))),
-        Deletion::Keep => return Ok(WriteAction::Put(obj)),
+        Deletion::Keep => return Ok(WriteAction::Put(stored(def, obj))),
         Deletion::Graceful(g) => Some(g),
         Deletion::Generic => None,
     };
@@ -152,6 +160,7 @@ fn decide(
         }
     }
     rest::bump_generation_on_deletion(&original, &mut obj);
+    let obj = stored(def, obj);
     if obj == original {
         return Ok(WriteAction::Unchanged(Arc::clone(current)));
     }

@@ -22,8 +22,22 @@ pub(super) struct Decoded {
     pub(super) warnings: Vec<String>,
 }
 
-/// Check kind/apiVersion, drop or reject unknown fields, check types.
+/// Check kind/apiVersion, drop or reject unknown fields, check types, and take the Go
+/// decode's round trip (`null` and empty values as the kind's Go struct holds them).
 pub(super) fn normalise(
+    def: &ResourceDef,
+    obj: Value,
+    duplicates: Vec<String>,
+    opts: &WriteOptions,
+) -> ApiResult<Decoded> {
+    let mut decoded = check_body(def, obj, duplicates, opts)?;
+    rest::go_roundtrip(def, &mut decoded.obj, rest::Mode::Decode);
+    Ok(decoded)
+}
+
+/// [`normalise`] without the round trip: a server-side apply configuration is read as
+/// sent (upstream builds the applied field set from it untyped).
+pub(super) fn check_body(
     def: &ResourceDef,
     mut obj: Value,
     duplicates: Vec<String>,
@@ -261,6 +275,7 @@ impl Api {
         rest::prepare_create(def, &mut obj);
         rest::default_object(def, &mut obj, Phase::Create);
         rest::validate_object(def, &obj, None)?;
+        rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
         let ns = target.namespace.clone();
         let resource = def.storage_key();
         let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
@@ -414,6 +429,9 @@ impl Api {
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
                     }
+                    // what storage keeps, before asking whether anything changed (upstream
+                    // compares the encoded bytes)
+                    rest::go_roundtrip(def, &mut new, rest::Mode::Storage);
                     // a binding writes the pod without the field manager, as upstream's
                     // BindingREST (the pod's managedFields stay as they were)
                     if !same_ignoring_rv(&old, &new)

@@ -4,13 +4,16 @@
 //!
 //! Every create runs: decode-time defaults → field manager → [`prepare_create`]
 //! (server-owned metadata, then the kind's `PrepareForCreate`) → create-time defaults →
-//! [`validate_object`]. Updates run [`prepare_update`] (or the status/finalize variants),
-//! decode-time defaults and validation. Handlers call these functions and never name a
-//! kind.
+//! [`validate_object`]. Updates run decode-time defaults, [`prepare_update`] (or the
+//! status/finalize variants) and validation. What is stored is what Go's decode,
+//! protobuf storage and encode would make of it ([`go_roundtrip`]). Handlers call these
+//! functions and never name a kind.
 
 use rand::Rng;
 use serde_json::{json, Map, Value};
 
+use crate::machinery::protobuf::roundtrip;
+pub use crate::machinery::protobuf::roundtrip::Mode;
 use crate::registry::catalog::{Phase, ResourceDef, StatusMeta};
 use apimachinery::status::{ApiError, ApiResult};
 
@@ -173,6 +176,21 @@ pub fn bump_generation_on_deletion(old: &Value, new: &mut Value) {
             m.insert("generation".into(), json!(g + 1));
         }
     }
+}
+
+/// The Go round trip of an object of `def` (`machinery::protobuf::roundtrip`): the
+/// whole object for a built-in kind, the root `metadata` for a custom resource (the
+/// rest of a custom resource is stored as sent). `false` for a built-in kind the Go
+/// tables do not know (left as it is).
+pub fn go_roundtrip(def: &ResourceDef, obj: &mut Value, mode: Mode) -> bool {
+    if def.custom.is_some() {
+        if let Some(meta) = obj.get_mut("metadata") {
+            roundtrip::normalise_object_meta(meta, mode);
+        }
+        return true;
+    }
+    let api_version = def.api_version();
+    roundtrip::normalise(&api_version, def.kind, obj, mode)
 }
 
 /// Whether two objects differ in anything but `metadata` (upstream's rule for custom

@@ -52,10 +52,14 @@ pub fn present_value(def: &'static ResourceDef, v: Value) -> ApiResult<Value> {
     convert(def, storage_def(def), def, v)
 }
 
-/// An object of `def`'s version as the stored version.
+/// An object of `def`'s version (already round-tripped as `def`'s version) as the
+/// stored version: converted, and round-tripped as the stored version's kind.
 pub fn to_storage(def: &'static ResourceDef, v: Value) -> ApiResult<Value> {
     if !converts(def) {
         return Ok(v);
     }
-    convert(def, def, storage_def(def), v)
+    let to = storage_def(def);
+    let mut stored = convert(def, def, to, v)?;
+    crate::registry::rest::go_roundtrip(to, &mut stored, crate::registry::rest::Mode::Storage);
+    Ok(stored)
 }

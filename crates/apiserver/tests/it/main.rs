@@ -9,4 +9,5 @@ mod kube_rs;
 mod layers;
 mod protobuf;
 mod reference;
+mod roundtrip;
 mod tables;

@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
+pub mod roundtrip;
 mod schema;
 
 /// Media type of Kubernetes protobuf.
@@ -741,10 +742,10 @@ mod tests {
 
     /// Minimal protobuf writer for building test bodies.
     #[derive(Default, Clone)]
-    struct Enc(Vec<u8>);
+    pub(super) struct Enc(Vec<u8>);
 
     impl Enc {
-        fn new() -> Self {
+        pub(super) fn new() -> Self {
             Enc::default()
         }
         fn raw_varint(&mut self, mut v: u64) {
@@ -780,7 +781,7 @@ mod tests {
         }
     }
 
-    fn body(api_version: &str, kind: &str, obj: Enc) -> Vec<u8> {
+    pub(super) fn body(api_version: &str, kind: &str, obj: Enc) -> Vec<u8> {
         let unknown = Enc::new()
             .msg(1, Enc::new().str(1, api_version).str(2, kind))
             .msg(2, obj)

@@ -8,6 +8,7 @@ mod printers_core;
 mod printers_pod;
 mod printers_storage;
 mod printers_workloads;
+mod roundtrip;
 mod validation;
 
 use crate::registry::catalog::Catalog;
