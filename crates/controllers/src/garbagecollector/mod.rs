@@ -7,12 +7,13 @@
 //!   `list`, `watch` and `delete` (custom resources included; `events` ignored), again
 //!   every [`GarbageCollectorOptions::resync_period`] (30 s), starting and stopping
 //!   monitors as resources come and go;
-//! - **monitors** ([`monitors`]): a metadata-only informer per resource, funnelling
-//!   events into one channel;
+//! - **monitors** ([`monitors`]): a handler per resource on the cache's shared metadata
+//!   view (one watch per collection, shared with the typed informers), funnelling events
+//!   into one channel;
 //! - **graph builder** ([`builder`]): the single writer of the dependency graph
 //!   ([`graph`]), which enqueues objects that may be garbage into `attemptToDelete` and
 //!   objects being orphaned into `attemptToOrphan`;
-//! - **workers** ([`collector`]), [`GarbageCollectorOptions::workers`] per queue (upstream
+//! - **workers** ([`collector`]), [`GarbageCollectorOptions::concurrent_gc_syncs`] per queue (upstream
 //!   `--concurrent-gc-syncs`, 20), which verify with the server and delete or patch
 //!   ([`operations`]).
 //!
