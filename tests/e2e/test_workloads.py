@@ -260,3 +260,23 @@ def test_nodes_are_ready_and_pods_get_nodes_and_ips(kc, wns):
     # node heartbeats: the Leases in kube-node-lease are renewed
     leases = kc.json("get", "leases", "-n", "kube-node-lease", "-o", "json")["items"]
     assert len(leases) == 3
+
+
+def pods_per_node(kc, ns, app) -> list[int]:
+    counts: dict[str, int] = {}
+    for p in live_pods(kc, ns, app):
+        node = p["spec"]["nodeName"]
+        counts[node] = counts.get(node, 0) + 1
+    return sorted(counts.values())
+
+
+def test_replicas_without_requests_spread_over_the_nodes(kc, wns):
+    # kube-scheduler's default topology spreading (by hostname and zone, over the
+    # ReplicaSet's selector) puts the replicas on distinct nodes; the least-allocated
+    # scores of request-less pods tie on the simulated 32-cpu nodes
+    kc("create", "deployment", "spread", "--image=nginx:1.27", "--replicas=3", "-n", wns)
+    kc("rollout", "status", "deployment/spread", "-n", wns, "--timeout=90s")
+    assert pods_per_node(kc, wns, "spread") == [1, 1, 1]
+    kc("scale", "deployment/spread", "--replicas=6", "-n", wns)
+    kc("rollout", "status", "deployment/spread", "-n", wns, "--timeout=90s")
+    assert pods_per_node(kc, wns, "spread") == [2, 2, 2]

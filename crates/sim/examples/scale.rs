@@ -4,8 +4,13 @@
 //!
 //! ```text
 //! cargo run --release --example scale -- [--nodes 1000] [--pods 100000] [--concurrency 32]
-//!     [--no-scheduled-events]
+//!     [--no-scheduled-events] [--replicaset]
 //! ```
+//!
+//! The pods are bare (no owner, so no default topology spreading), or with
+//! `--replicaset` all controlled by one ReplicaSet (created first, with 0 replicas as
+//! no controller runs), so that the scheduler scores every pod with the default
+//! PodTopologySpread constraints against all the others.
 //!
 //! The embedded API server and the pod creator run in a child process (this binary
 //! again), so the resident memory reported is the simulator's alone (its informer
@@ -21,6 +26,7 @@ use coxswain_runtime::cache::Change;
 use coxswain_runtime::manager::{Manager, ManagerOptions};
 use coxswain_sim::{SimConfig, Simulator};
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, PostParams};
 
@@ -64,15 +70,32 @@ async fn serve() -> Result<(), BoxError> {
     })
     .await?;
     let api: Api<Pod> = Api::default_namespaced(env.client.clone());
+    let owner = if std::env::args().any(|a| a == "--replicaset") {
+        let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "load"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "load"}},
+                "template": {"metadata": {"labels": {"app": "load"}},
+                    "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}},
+        }))?;
+        let rs = Api::<ReplicaSet>::default_namespaced(env.client.clone())
+            .create(&PostParams::default(), &rs)
+            .await?;
+        serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "load",
+            "uid": rs.metadata.uid, "controller": true, "blockOwnerDeletion": true}])
+    } else {
+        serde_json::Value::Null
+    };
     let failed = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     futures::stream::iter(0..pods_wanted)
         .map(|i| {
             let api = api.clone();
             let failed = failed.clone();
+            let owner = owner.clone();
             async move {
                 let p: Pod = serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": format!("load-{i}"), "labels": {"app": "load"}},
+                    "metadata": {"name": format!("load-{i}"), "labels": {"app": "load"},
+                        "ownerReferences": owner},
                     "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
                 }))
                 .unwrap_or_default();

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, PodSpec, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Taint, Toleration,
+};
 
 use crate::resources::{PodRequests, Resources};
 use apimachinery::quantity::parse_milli;
@@ -178,20 +180,27 @@ pub fn matches_affinity(spec: &PodSpec, node: &NodeView) -> bool {
     let Some(required) = required else {
         return true;
     };
-    // terms are ORed; an empty term matches nothing
-    required.node_selector_terms.iter().any(|term| {
-        let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
-        let fields = term.match_fields.as_deref().unwrap_or(&[]);
-        if exprs.is_empty() && fields.is_empty() {
-            return false;
-        }
-        exprs
+    // terms are ORed
+    required
+        .node_selector_terms
+        .iter()
+        .any(|term| term_matches(term, node))
+}
+
+/// Whether a node selector term admits `node` (its expressions and fields ANDed; an
+/// empty term matches nothing).
+fn term_matches(term: &NodeSelectorTerm, node: &NodeView) -> bool {
+    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
+    let fields = term.match_fields.as_deref().unwrap_or(&[]);
+    if exprs.is_empty() && fields.is_empty() {
+        return false;
+    }
+    exprs
+        .iter()
+        .all(|e| requirement_matches(e, node.labels.get(&e.key).map(String::as_str)))
+        && fields
             .iter()
-            .all(|e| requirement_matches(e, node.labels.get(&e.key).map(String::as_str)))
-            && fields.iter().all(|f| {
-                f.key == "metadata.name" && requirement_matches(f, Some(node.name.as_str()))
-            })
-    })
+            .all(|f| f.key == "metadata.name" && requirement_matches(f, Some(node.name.as_str())))
 }
 
 /// `NodeResourcesFit`: the reasons `pod` does not fit on a node with `usage`.
@@ -253,25 +262,140 @@ pub fn filter(
     }
 }
 
-/// `NodeResourcesLeastAllocated` with cpu and memory weighted 1: 0 to 100, higher for
-/// emptier nodes, counting `req` as placed.
+/// `NodeResourcesFit`'s `LeastAllocated` score with cpu and memory weighted 1: 0 to
+/// 100, higher for emptier nodes, counting `req` as placed, with the non-zero requests
+/// (100m cpu and 200Mi memory for containers that ask for none). A resource the node
+/// has none of is left out of the average, as upstream.
 pub fn least_allocated_score(req: &PodRequests, node: &NodeView, usage: &Usage) -> i64 {
-    let one = |alloc: i128, requested: i128| -> i128 {
-        if alloc <= 0 || requested > alloc {
+    let mut total = 0i128;
+    let mut weights = 0i128;
+    for (alloc, requested) in [
+        (
+            node.allocatable.get("cpu"),
+            usage.nonzero_cpu + req.nonzero_cpu,
+        ),
+        (
+            node.allocatable.get("memory"),
+            usage.nonzero_memory + req.nonzero_memory,
+        ),
+    ] {
+        if alloc <= 0 {
+            continue;
+        }
+        total += if requested > alloc {
             0
         } else {
             (alloc - requested) * 100 / alloc
-        }
+        };
+        weights += 1;
+    }
+    if weights == 0 {
+        return 0;
+    }
+    i64::try_from(total / weights).unwrap_or(0)
+}
+
+/// Whether `req` asks for no cpu and no memory (`NodeResourcesBalancedAllocation`
+/// skips such best-effort pods).
+pub fn is_best_effort(req: &PodRequests) -> bool {
+    req.requests.get("cpu") == 0 && req.requests.get("memory") == 0
+}
+
+/// Upstream `balancedResourceScorer`'s balance: `(1 − std) · 100` of the cpu and memory
+/// fractions `requested / allocatable` (capped at 1), resources the node lacks left out.
+fn balance(requested: [i128; 2], allocatable: [i128; 2]) -> i64 {
+    let fractions: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|(_, a)| *a != 0)
+        .map(|(r, a)| (*r as f64 / a as f64).min(1.0))
+        .collect();
+    let std = match fractions.as_slice() {
+        [a, b] => ((a - b) / 2.0).abs(),
+        _ => 0.0,
     };
-    let cpu = one(
-        node.allocatable.get("cpu"),
-        usage.nonzero_cpu + req.nonzero_cpu,
-    );
-    let mem = one(
-        node.allocatable.get("memory"),
-        usage.nonzero_memory + req.nonzero_memory,
-    );
-    i64::try_from((cpu + mem) / 2).unwrap_or(0)
+    ((1.0 - std) * 100.0) as i64
+}
+
+/// `NodeResourcesBalancedAllocation` (1.36): how placing `req` changes the balance of
+/// the node's cpu and memory requests (plain requests, no non-zero defaults), mapped to
+/// 50 (balanced to fully unbalanced) .. 75 (unchanged) .. 100 (the reverse). Not for
+/// best-effort pods ([`is_best_effort`]).
+pub fn balanced_allocation_score(req: &PodRequests, node: &NodeView, usage: &Usage) -> i64 {
+    let alloc = [node.allocatable.get("cpu"), node.allocatable.get("memory")];
+    let before = [usage.requested.get("cpu"), usage.requested.get("memory")];
+    let after = [
+        before[0] + req.requests.get("cpu"),
+        before[1] + req.requests.get("memory"),
+    ];
+    let with_pod = balance(after, alloc);
+    let without_pod = balance(before, alloc);
+    50 + (50 + with_pod - without_pod) / 2
+}
+
+/// `TaintToleration`'s score input: the node's `PreferNoSchedule` taints that none of
+/// the pod's tolerations with effect `PreferNoSchedule` (or no effect) tolerates.
+pub fn intolerable_prefer_no_schedule(taints: &[Taint], tolerations: &[Toleration]) -> i64 {
+    let soft = |t: &&Toleration| {
+        matches!(
+            t.effect.as_deref(),
+            None | Some("") | Some("PreferNoSchedule")
+        )
+    };
+    taints
+        .iter()
+        .filter(|t| t.effect == "PreferNoSchedule")
+        .filter(|taint| {
+            !tolerations
+                .iter()
+                .filter(soft)
+                .any(|tol| tolerates(tol, taint))
+        })
+        .count() as i64
+}
+
+/// Whether the pod has preferred node affinity terms (else `NodeAffinity` scoring is
+/// skipped).
+pub fn has_preferred_affinity(spec: &PodSpec) -> bool {
+    spec.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some()
+}
+
+/// `NodeAffinity`'s score input: the summed weights of the preferred terms `node`
+/// matches.
+pub fn preferred_affinity_sum(spec: &PodSpec, node: &NodeView) -> i64 {
+    spec.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .into_iter()
+        .flatten()
+        .filter(|t| t.weight != 0 && term_matches(&t.preference, node))
+        .map(|t| i64::from(t.weight))
+        .sum()
+}
+
+/// Upstream `helper.DefaultNormalizeScore`: scale to 0..100 by the maximum (reversed:
+/// `100 − score`); with a maximum of 0 all become 0 (reversed: 100).
+pub fn default_normalize(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    for s in scores.iter_mut() {
+        if max == 0 {
+            *s = if reverse { 100 } else { *s };
+            continue;
+        }
+        let v = 100 * *s / max;
+        *s = if reverse { 100 - v } else { v };
+    }
 }
 
 /// Upstream's `FitError` message: `0/N nodes are available: <count> <reason>, ....`
@@ -550,6 +674,107 @@ mod tests {
         // cpu (4-1)/4 = 75, memory 100 -> 87; busy: cpu 25, memory 100 -> 62
         assert_eq!(least_allocated_score(&pod, &n, &empty), 87);
         assert_eq!(least_allocated_score(&pod, &n, &busy), 62);
+    }
+
+    #[test]
+    fn least_allocated_leaves_out_resources_the_node_lacks() {
+        let mut n = node(&[]);
+        n.allocatable.0.remove("memory");
+        let pod = PodRequests {
+            nonzero_cpu: 1000,
+            nonzero_memory: 200,
+            ..Default::default()
+        };
+        // cpu alone: (4-1)/4 = 75, not (75 + 0) / 2
+        assert_eq!(least_allocated_score(&pod, &n, &Usage::default()), 75);
+        n.allocatable.0.remove("cpu");
+        assert_eq!(least_allocated_score(&pod, &n, &Usage::default()), 0);
+    }
+
+    fn requests(cpu_milli: i128, mem_gib: i128) -> PodRequests {
+        PodRequests {
+            requests: Resources(BTreeMap::from([
+                ("cpu".to_string(), cpu_milli),
+                ("memory".to_string(), mem_gib * (1i128 << 30) * 1000),
+            ])),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn balanced_allocation_scores_the_change_of_balance() {
+        // 4 cpu / 8Gi
+        let n = node(&[]);
+        let empty = Usage::default();
+        // unchanged balance: 75
+        assert_eq!(balanced_allocation_score(&requests(0, 0), &n, &empty), 75);
+        assert_eq!(
+            balanced_allocation_score(&requests(1000, 2), &n, &empty),
+            75
+        );
+        // cpu only on an empty node: fractions (0.25, 0) -> 87 after, 100 before
+        // -> 50 + (50 + 87 - 100) / 2 = 68
+        assert_eq!(
+            balanced_allocation_score(&requests(1000, 0), &n, &empty),
+            68
+        );
+        // memory that evens out a cpu-heavy node: 75 -> 100 gives 50 + 75 / 2 = 87
+        let mut cpu_heavy = Usage::default();
+        cpu_heavy.apply(&requests(2000, 0), 1);
+        assert_eq!(
+            balanced_allocation_score(&requests(0, 4), &n, &cpu_heavy),
+            87
+        );
+        // perfectly balanced to fully unbalanced: 50
+        assert_eq!(
+            balanced_allocation_score(&requests(4000, 0), &n, &empty),
+            50
+        );
+        assert!(is_best_effort(&PodRequests::default()));
+        assert!(!is_best_effort(&requests(0, 1)));
+    }
+
+    #[test]
+    fn soft_taints_and_preferred_terms_feed_normalised_scores() {
+        let taints = [
+            taint("a", None, "PreferNoSchedule"),
+            taint("b", Some("x"), "PreferNoSchedule"),
+            taint("c", None, "NoSchedule"),
+        ];
+        assert_eq!(intolerable_prefer_no_schedule(&taints, &[]), 2);
+        let exists_a = tol(Some("a"), Some("Exists"), None, None);
+        assert_eq!(intolerable_prefer_no_schedule(&taints, &[exists_a]), 1);
+        // a NoSchedule toleration does not count against soft taints
+        let hard = tol(Some("b"), Some("Exists"), None, Some("NoSchedule"));
+        assert_eq!(intolerable_prefer_no_schedule(&taints, &[hard]), 2);
+        let all = tol(None, Some("Exists"), None, Some("PreferNoSchedule"));
+        assert_eq!(intolerable_prefer_no_schedule(&taints, &[all]), 0);
+
+        let mut counts = vec![0, 1, 2];
+        default_normalize(&mut counts, true);
+        assert_eq!(counts, vec![100, 50, 0]);
+        let mut zeros = vec![0, 0];
+        default_normalize(&mut zeros, true);
+        assert_eq!(zeros, vec![100, 100]);
+        let mut sums = vec![0, 30, 90];
+        default_normalize(&mut sums, false);
+        assert_eq!(sums, vec![0, 33, 100]);
+
+        let spec: PodSpec = serde_json::from_value(serde_json::json!({
+            "containers": [],
+            "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 30, "preference": {"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a"]}]}},
+                {"weight": 60, "preference": {"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}},
+                {"weight": 5, "preference": {}},
+            ]}},
+        }))
+        .expect("spec");
+        assert!(has_preferred_affinity(&spec));
+        assert!(!has_preferred_affinity(&PodSpec::default()));
+        assert_eq!(preferred_affinity_sum(&spec, &node(&[("zone", "a")])), 90);
+        assert_eq!(preferred_affinity_sum(&spec, &node(&[("zone", "b")])), 60);
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //! * **Scheduler** ([`scheduler`]): binds pending pods of the configured
 //!   `schedulerName` through `pods/binding`, with upstream's filters (unschedulable
 //!   nodes, taints and tolerations, nodeSelector and required node affinity, host
-//!   ports, resource fit and pod count) and least-allocated scoring; pods that fit
+//!   ports, resource fit and pod count) and the weighted sum of upstream's scores
+//!   (least allocated, balanced allocation, `PreferNoSchedule` taints, preferred node
+//!   affinity, and topology spreading, so a Deployment's replicas spread over nodes
+//!   and zones as kube-scheduler spreads them — see [`spread`]); pods that fit
 //!   nowhere get `PodScheduled=False`/`Unschedulable` with upstream's message ("0/3
 //!   nodes are available: 3 Insufficient cpu.") and a `FailedScheduling` event. Turn
 //!   it off ([`SimConfig::scheduler`]) next to a real kube-scheduler.
@@ -82,6 +85,8 @@ pub mod nodes;
 pub mod podstatus;
 pub mod resources;
 pub mod scheduler;
+pub mod spread;
+mod table;
 
 use std::sync::Arc;
 

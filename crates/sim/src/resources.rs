@@ -89,8 +89,9 @@ fn aggregate(spec: &PodSpec, nonzero: bool) -> Resources {
         let mut r = container_requests(c);
         if nonzero {
             let mut out = Resources::default();
-            let cpu = r.0.remove("cpu").filter(|v| *v != 0);
-            let mem = r.0.remove("memory").filter(|v| *v != 0);
+            // the defaults stand in for an absent request, not for an explicit zero
+            let cpu = r.0.remove("cpu");
+            let mem = r.0.remove("memory");
             out.0.insert("cpu".into(), cpu.unwrap_or(DEFAULT_MILLI_CPU));
             out.0
                 .insert("memory".into(), mem.unwrap_or(DEFAULT_MEMORY_MILLI));
@@ -221,6 +222,17 @@ mod tests {
             r.nonzero_memory,
             ((1i128 << 30) + 64 * (1 << 20)) * 1000 + DEFAULT_MEMORY_MILLI
         );
+    }
+
+    #[test]
+    fn explicit_zero_requests_are_not_replaced_by_the_defaults() {
+        let spec = PodSpec {
+            containers: vec![container("a", Some("0"), None)],
+            ..Default::default()
+        };
+        let r = PodRequests::of(&spec);
+        assert_eq!(r.nonzero_cpu, 0);
+        assert_eq!(r.nonzero_memory, DEFAULT_MEMORY_MILLI);
     }
 
     #[test]

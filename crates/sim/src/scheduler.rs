@@ -5,9 +5,17 @@
 //! scheduling gates and no deletion timestamp. For each, it runs the filters of
 //! [`crate::filters`] over the nodes (from a rotating start, stopping once enough
 //! feasible nodes were found, as upstream's `percentageOfNodesToScore`), scores the
-//! feasible ones by least allocated cpu and memory and picks the best (ties at
-//! random). Decisions are made one at a time against an in-memory account of what each
-//! node has given out, which counts a pod as soon as it is chosen ("assumed") so that
+//! feasible ones as the default profile does and picks the best (ties at random).
+//! The score is the weighted sum of the plugins' normalised scores: `TaintToleration`
+//! (intolerable `PreferNoSchedule` taints, ×3), `NodeAffinity` (preferred terms, ×2),
+//! `PodTopologySpread` (the pod's `ScheduleAnyway` constraints or the system defaults
+//! over its Services and controller, ×2, see [`crate::spread`]), `NodeResourcesFit`
+//! (least allocated cpu and memory, ×1) and `NodeResourcesBalancedAllocation` (×1,
+//! not for best-effort pods); inter-pod affinity and image locality are not
+//! simulated (the nodes report no images, so upstream scores them 0 alike).
+//!
+//! Decisions are made one at a time against an in-memory account of what each node
+//! has given out, which counts a pod as soon as it is chosen ("assumed") so that
 //! concurrent bindings never overcommit a node; the account follows the informer
 //! afterwards. Pods that fit nowhere get `PodScheduled=False` with reason
 //! `Unschedulable` and upstream's message, and a `FailedScheduling` warning event;
@@ -18,12 +26,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coxswain_runtime::cache::{Cache, Change};
+use coxswain_runtime::cache::{Cache, CachedKind, Change};
 use coxswain_runtime::controller::{Action, ReconcileResult};
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::workqueue::RateLimitedQueue;
 use coxswain_runtime::ObjectKey;
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodSpec};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Node, Pod, PodCondition, PodSpec, ReplicationController, Service,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -34,26 +45,54 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::SimConfig;
 use crate::filters::{
-    feasible_nodes_to_find, filter, fit_error_message, least_allocated_score, NodeView, Usage,
+    balanced_allocation_score, default_normalize, feasible_nodes_to_find, filter,
+    fit_error_message, has_preferred_affinity, intolerable_prefer_no_schedule, is_best_effort,
+    least_allocated_score, preferred_affinity_sum, NodeView, Usage,
 };
 use crate::resources::PodRequests;
+use crate::spread::{normalize, raw_scores, spread_of, GroupId, LabelGroups, Owners, Spread};
+use crate::table::NodeTable;
 
 struct PodEntry {
-    node: String,
+    /// its node's id in the table
+    node: usize,
     requests: PodRequests,
     /// seen bound by the informer (not only assumed by us)
     confirmed: bool,
+    /// its namespace-and-labels group (for topology spreading)
+    group: GroupId,
+    /// counted in its group on `node` (not terminating)
+    counted: bool,
+}
+
+/// What spreading needs of a pod: where its labels put it, and whether it is going.
+struct Member<'a> {
+    namespace: &'a str,
+    labels: &'a BTreeMap<String, String>,
+    terminating: bool,
+}
+
+impl<'a> Member<'a> {
+    fn of(pod: &'a Pod, empty: &'a BTreeMap<String, String>) -> Member<'a> {
+        Member {
+            namespace: pod.metadata.namespace.as_deref().unwrap_or(""),
+            labels: pod.metadata.labels.as_ref().unwrap_or(empty),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+        }
+    }
 }
 
 #[derive(Default)]
 struct State {
-    nodes: HashMap<String, NodeView>,
-    /// node names, sorted (the scan order)
-    order: Vec<String>,
+    /// nodes and what they have given out, by id
+    table: NodeTable,
+    /// ids of the existing nodes, sorted by name (the scan order)
+    order: Vec<usize>,
     next_start: usize,
-    usage: HashMap<String, Usage>,
     /// pods counted on nodes, by uid
     pods: HashMap<String, PodEntry>,
+    /// the same pods by namespace and labels, for topology spreading
+    groups: LabelGroups,
     /// pods waiting for a change that may let them fit
     unschedulable: HashSet<ObjectKey>,
 }
@@ -64,63 +103,124 @@ struct Failure {
     message: String,
 }
 
+/// Score plugin weights of the default profile.
+const WEIGHT_TAINT_TOLERATION: i64 = 3;
+const WEIGHT_NODE_AFFINITY: i64 = 2;
+const WEIGHT_POD_TOPOLOGY_SPREAD: i64 = 2;
+const WEIGHT_FIT: i64 = 1;
+const WEIGHT_BALANCED_ALLOCATION: i64 = 1;
+
 impl State {
-    fn add_pod(&mut self, uid: &str, node: &str, requests: PodRequests, confirmed: bool) {
+    fn add_pod(
+        &mut self,
+        uid: &str,
+        node: &str,
+        requests: PodRequests,
+        confirmed: bool,
+        m: &Member<'_>,
+    ) {
+        let node = self.table.id(node);
         if let Some(e) = self.pods.get_mut(uid) {
             if e.node == node {
                 e.confirmed |= confirmed;
+                self.refresh_member(uid, m);
                 return;
             }
         }
         self.remove_pod(uid);
-        self.usage
-            .entry(node.to_string())
-            .or_default()
-            .apply(&requests, 1);
+        self.table.slot_mut(node).usage.apply(&requests, 1);
+        let group = self.groups.join(m.namespace, m.labels);
+        if !m.terminating {
+            self.groups.count(group, node, true);
+        }
         self.pods.insert(
             uid.to_string(),
             PodEntry {
-                node: node.to_string(),
+                node,
                 requests,
                 confirmed,
+                group,
+                counted: !m.terminating,
             },
         );
+    }
+
+    /// Whether `uid` is counted on the node named `node` (and seen bound).
+    fn bound_on(&self, uid: &str, node: &str) -> bool {
+        self.pods
+            .get(uid)
+            .is_some_and(|e| e.confirmed && self.table.slot(e.node).name == node)
+    }
+
+    /// Follow a counted pod's labels and deletion (it stays on its node).
+    fn refresh_member(&mut self, uid: &str, m: &Member<'_>) {
+        let Some(e) = self.pods.get_mut(uid) else {
+            return;
+        };
+        let same_group = self.groups.is(e.group, m.namespace, m.labels);
+        if same_group && e.counted != m.terminating {
+            return;
+        }
+        if e.counted {
+            self.groups.count(e.group, e.node, false);
+        }
+        if !same_group {
+            self.groups.leave(e.group);
+            e.group = self.groups.join(m.namespace, m.labels);
+        }
+        e.counted = !m.terminating;
+        if e.counted {
+            self.groups.count(e.group, e.node, true);
+        }
     }
 
     fn remove_pod(&mut self, uid: &str) -> bool {
         let Some(e) = self.pods.remove(uid) else {
             return false;
         };
-        if let Some(u) = self.usage.get_mut(&e.node) {
-            u.apply(&e.requests, -1);
+        self.table.slot_mut(e.node).usage.apply(&e.requests, -1);
+        if e.counted {
+            self.groups.count(e.group, e.node, false);
         }
+        self.groups.leave(e.group);
         true
     }
 
     fn set_node(&mut self, view: NodeView) -> bool {
-        let name = view.name.clone();
-        let wake = match self.nodes.insert(name.clone(), view) {
+        let (id, old) = self.table.set_view(view);
+        match old {
             None => {
-                let at = self.order.binary_search(&name).unwrap_or_else(|i| i);
-                self.order.insert(at, name.clone());
+                let table = &self.table;
+                let name = &table.slot(id).name;
+                let at = self
+                    .order
+                    .binary_search_by(|o| table.slot(*o).name.cmp(name))
+                    .unwrap_or_else(|i| i);
+                self.order.insert(at, id);
                 true
             }
             Some(old) => self
-                .nodes
-                .get(&name)
+                .table
+                .view(id)
                 .is_some_and(|n| n.may_admit_more_than(&old)),
-        };
-        wake
-    }
-
-    fn remove_node(&mut self, name: &str) {
-        if self.nodes.remove(name).is_some() {
-            self.order.retain(|n| n != name);
         }
     }
 
-    /// Pick a node for `pod` and count it there; or say why none fits.
-    fn schedule(&mut self, pod: &Pod, uid: &str, pct: u32) -> Result<String, Failure> {
+    fn remove_node(&mut self, name: &str) {
+        if let Some(id) = self.table.clear_view(name) {
+            self.order.retain(|o| *o != id);
+        }
+    }
+
+    /// Pick a node for `pod` and count it there; or say why none fits. `spread` holds
+    /// the pod's topology spread constraints ([`spread_of`]).
+    fn schedule(
+        &mut self,
+        pod: &Pod,
+        uid: &str,
+        pct: u32,
+        spread: &Spread,
+    ) -> Result<String, Failure> {
         let default_spec = PodSpec::default();
         let spec = pod.spec.as_ref().unwrap_or(&default_spec);
         let req = PodRequests::of(spec);
@@ -133,37 +233,20 @@ impl State {
         }
         let want = feasible_nodes_to_find(n, pct);
         let start = self.next_start % n;
-        let empty = Usage::default();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        let mut best: Option<(i64, &str)> = None;
-        let (mut feasible, mut ties, mut visited) = (0usize, 0u32, 0usize);
-        let mut rng = rand::rng();
+        let mut feasible: Vec<usize> = Vec::new();
+        let mut visited = 0usize;
         for i in 0..n {
-            let name = &self.order[(start + i) % n];
+            let id = self.order[(start + i) % n];
             visited += 1;
-            let Some(node) = self.nodes.get(name) else {
+            let slot = self.table.slot(id);
+            let Some(node) = slot.view.as_ref() else {
                 continue;
             };
-            let usage = self.usage.get(name).unwrap_or(&empty);
-            match filter(spec, &req, node, usage) {
+            match filter(spec, &req, node, &slot.usage) {
                 Ok(()) => {
-                    feasible += 1;
-                    let score = least_allocated_score(&req, node, usage);
-                    match best {
-                        Some((b, _)) if score < b => {}
-                        Some((b, _)) if score == b => {
-                            // reservoir sampling among equal scores, as upstream selectHost
-                            ties += 1;
-                            if rng.random_range(0..ties) == 0 {
-                                best = Some((score, name));
-                            }
-                        }
-                        _ => {
-                            ties = 1;
-                            best = Some((score, name));
-                        }
-                    }
-                    if feasible >= want {
+                    feasible.push(id);
+                    if feasible.len() >= want {
                         break;
                     }
                 }
@@ -174,11 +257,17 @@ impl State {
                 }
             }
         }
-        let chosen = best.map(|(_, name)| name.to_string());
+        let chosen = match feasible.len() {
+            0 => None,
+            // one feasible node: no need to score (upstream takes it at once)
+            1 => Some(self.table.slot(feasible[0]).name.clone()),
+            _ => Some(self.best(pod, spec, &req, spread, &feasible)),
+        };
         self.next_start = (start + visited) % n;
         match chosen {
             Some(node) => {
-                self.add_pod(uid, &node, req, false);
+                let empty = BTreeMap::new();
+                self.add_pod(uid, &node, req, false, &Member::of(pod, &empty));
                 Ok(node)
             }
             None => Err(Failure {
@@ -186,6 +275,78 @@ impl State {
                 message: fit_error_message(n, &reasons),
             }),
         }
+    }
+
+    /// The feasible node with the highest weighted sum of the default profile's scores
+    /// (ties at random, as upstream).
+    fn best(
+        &self,
+        pod: &Pod,
+        spec: &PodSpec,
+        req: &PodRequests,
+        spread: &Spread,
+        feasible: &[usize],
+    ) -> String {
+        let nodes: Vec<(&NodeView, &Usage)> = feasible
+            .iter()
+            .filter_map(|id| {
+                let slot = self.table.slot(*id);
+                Some((slot.view.as_ref()?, &slot.usage))
+            })
+            .collect();
+        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+        let mut taints: Vec<i64> = nodes
+            .iter()
+            .map(|(n, _)| intolerable_prefer_no_schedule(&n.taints, tolerations))
+            .collect();
+        default_normalize(&mut taints, true);
+        let affinity = has_preferred_affinity(spec).then(|| {
+            let mut v: Vec<i64> = nodes
+                .iter()
+                .map(|(n, _)| preferred_affinity_sum(spec, n))
+                .collect();
+            default_normalize(&mut v, false);
+            v
+        });
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let spreading = raw_scores(spread, spec, ns, feasible, &self.table, &self.groups)
+            .map(|raw| normalize(&raw));
+        let balanced = !is_best_effort(req);
+        let mut rng = rand::rng();
+        let mut best: Option<(i64, usize)> = None;
+        let mut ties = 0u32;
+        for (i, (node, usage)) in nodes.iter().enumerate() {
+            let mut total = WEIGHT_TAINT_TOLERATION * taints[i]
+                + WEIGHT_FIT * least_allocated_score(req, node, usage);
+            if let Some(a) = &affinity {
+                total += WEIGHT_NODE_AFFINITY * a[i];
+            }
+            if let Some(s) = &spreading {
+                total += WEIGHT_POD_TOPOLOGY_SPREAD * s[i];
+            }
+            if balanced {
+                total += WEIGHT_BALANCED_ALLOCATION * balanced_allocation_score(req, node, usage);
+            }
+            match best {
+                Some((b, _)) if total < b => {}
+                Some((b, _)) if total == b => {
+                    // uniform among the best, as upstream's random tie-break
+                    ties += 1;
+                    if rng.random_range(0..ties) == 0 {
+                        best = Some((total, i));
+                    }
+                }
+                _ => {
+                    ties = 1;
+                    best = Some((total, i));
+                }
+            }
+        }
+        let i = best.map_or(0, |(_, i)| i);
+        nodes
+            .get(i)
+            .map(|(n, _)| n.name.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -208,7 +369,32 @@ pub struct Scheduler {
     client: kube::Client,
     recorder: EventRecorder,
     state: Mutex<State>,
+    /// Services' and controllers' selectors, for the default spreading constraints
+    owners: Arc<Mutex<Owners>>,
     wake: Notify,
+}
+
+fn lock_owners(o: &Mutex<Owners>) -> std::sync::MutexGuard<'_, Owners> {
+    o.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Keep `owners` following `K`'s informer through `note`.
+fn follow<K: CachedKind>(
+    cache: &Cache,
+    owners: &Arc<Mutex<Owners>>,
+    note: fn(&mut Owners, &K, bool),
+) where
+    K::Scope: 'static,
+{
+    let o = Arc::downgrade(owners);
+    cache.informer::<K>().add_handler(move |c: &Change<K>| {
+        let Some(o) = o.upgrade() else { return };
+        let mut o = lock_owners(&o);
+        match c {
+            Change::Added(x) | Change::Updated { new: x, .. } => note(&mut o, x, false),
+            Change::Deleted(x) => note(&mut o, x, true),
+        }
+    });
 }
 
 impl Scheduler {
@@ -226,8 +412,13 @@ impl Scheduler {
             client,
             recorder,
             state: Mutex::new(State::default()),
+            owners: Arc::new(Mutex::new(Owners::default())),
             wake: Notify::new(),
         });
+        follow::<Service>(&cache, &s.owners, Owners::service_changed);
+        follow::<ReplicaSet>(&cache, &s.owners, Owners::replica_set_changed);
+        follow::<StatefulSet>(&cache, &s.owners, Owners::stateful_set_changed);
+        follow::<ReplicationController>(&cache, &s.owners, Owners::replication_controller_changed);
         let me = Arc::downgrade(&s);
         cache
             .informer::<Node>()
@@ -261,14 +452,15 @@ impl Scheduler {
                 let mut st = s.lock();
                 match (gone, holds_node(pod)) {
                     (false, Some(node)) => {
-                        let unchanged = st
-                            .pods
-                            .get(uid)
-                            .is_some_and(|e| e.node == node && e.confirmed);
-                        if !unchanged {
+                        let empty = BTreeMap::new();
+                        let member = Member::of(pod, &empty);
+                        let unchanged = st.bound_on(uid, node);
+                        if unchanged {
+                            st.refresh_member(uid, &member);
+                        } else {
                             let requests =
                                 pod.spec.as_ref().map(PodRequests::of).unwrap_or_default();
-                            st.add_pod(uid, node, requests, true);
+                            st.add_pod(uid, node, requests, true, &member);
                         }
                         false
                     }
@@ -357,13 +549,14 @@ impl Scheduler {
             }
         };
         let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let spread = spread_of(&pod, &lock_owners(&self.owners));
         let decision = {
             let mut st = self.lock();
             if st.pods.contains_key(&uid) {
                 // being bound (or bound, and the cache has not caught up)
                 return Ok(Action::Done);
             }
-            st.schedule(&pod, &uid, self.cfg.percentage_of_nodes_to_score)
+            st.schedule(&pod, &uid, self.cfg.percentage_of_nodes_to_score, &spread)
         };
         match decision {
             Ok(node) => self.bind(&pod, &key, &uid, &node).await,
@@ -506,7 +699,11 @@ impl Scheduler {
 
     /// Pods counted on `node` (assumed or bound), for tests and diagnostics.
     pub fn pods_on(&self, node: &str) -> usize {
-        self.lock().pods.values().filter(|e| e.node == node).count()
+        let st = self.lock();
+        let Some(id) = st.table.find(node) else {
+            return 0;
+        };
+        st.pods.values().filter(|e| e.node == id).count()
     }
 }
 
@@ -514,8 +711,10 @@ impl Scheduler {
 mod tests {
     use super::*;
     use crate::resources::Resources;
-    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+    use crate::spread::{LABEL_HOSTNAME, LABEL_ZONE};
+    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements, Taint, Toleration};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn node(name: &str) -> NodeView {
         NodeView {
@@ -555,7 +754,7 @@ mod tests {
         let mut placed = BTreeMap::new();
         for i in 0..6 {
             let node = st
-                .schedule(&pod("8"), &format!("u{i}"), 0)
+                .schedule(&pod("8"), &format!("u{i}"), 0, &Spread::default())
                 .unwrap_or_else(|f| panic!("{}", f.message));
             *placed.entry(node).or_insert(0) += 1;
         }
@@ -565,19 +764,26 @@ mod tests {
             "{placed:?}"
         );
         // 16 cpu left on each node: a 20-cpu pod fits nowhere
-        let f = st.schedule(&pod("20"), "big", 0).expect_err("no fit");
+        let f = st
+            .schedule(&pod("20"), "big", 0, &Spread::default())
+            .expect_err("no fit");
         assert_eq!(f.reason, "Unschedulable");
         assert_eq!(f.message, "0/3 nodes are available: 3 Insufficient cpu.");
         // a bound pod going away frees its share
         assert!(st.remove_pod("u0"));
         assert!(!st.remove_pod("u0"));
-        assert_eq!(st.usage.values().map(|u| u.pods).sum::<i128>(), 5);
+        let total: i128 = (0..st.table.len())
+            .map(|id| st.table.slot(id).usage.pods)
+            .sum();
+        assert_eq!(total, 5);
     }
 
     #[test]
     fn no_nodes_is_a_scheduler_error_and_node_updates_wake_only_when_useful() {
         let mut st = State::default();
-        let f = st.schedule(&pod("1"), "u", 0).expect_err("no nodes");
+        let f = st
+            .schedule(&pod("1"), "u", 0, &Spread::default())
+            .expect_err("no nodes");
         assert_eq!(
             (f.reason, f.message.as_str()),
             ("SchedulerError", "no nodes available to schedule pods")
@@ -589,5 +795,179 @@ mod tests {
         assert!(st.set_node(labelled));
         st.remove_node("a");
         assert!(st.order.is_empty());
+    }
+
+    fn sim_node(name: &str, zone: Option<&str>) -> NodeView {
+        let mut n = node(name);
+        n.labels.insert(LABEL_HOSTNAME.into(), name.into());
+        if let Some(z) = zone {
+            n.labels.insert(LABEL_ZONE.into(), z.into());
+        }
+        n
+    }
+
+    fn three_nodes(zones: bool) -> State {
+        let mut st = State::default();
+        for (n, z) in [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")] {
+            st.set_node(sim_node(n, zones.then_some(z)));
+        }
+        st
+    }
+
+    /// A request-less pod of ReplicaSet `web-h` (when `owned`), and the pod's spread
+    /// constraints with that ReplicaSet in the cache.
+    fn replica(owned: bool) -> (Pod, Spread) {
+        let mut p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-h-x", "namespace": "default",
+                "labels": {"app": "web", "pod-template-hash": "h"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }))
+        .expect("pod");
+        if owned {
+            p.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: "web-h".into(),
+                uid: "rs".into(),
+                controller: Some(true),
+                ..Default::default()
+            }]);
+        }
+        let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-h", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web", "pod-template-hash": "h"}}},
+        }))
+        .expect("rs");
+        let mut owners = Owners::default();
+        owners.replica_set_changed(&rs, false);
+        let spread = spread_of(&p, &owners);
+        (p, spread)
+    }
+
+    /// Pods per node (sorted) after placing `n` replicas on a fresh `st`.
+    fn place(mut st: State, n: usize, owned: bool) -> Vec<usize> {
+        let (p, spread) = replica(owned);
+        let mut placed: BTreeMap<String, usize> = BTreeMap::new();
+        for i in 0..n {
+            let node = st
+                .schedule(&p, &format!("u{i}"), 0, &spread)
+                .unwrap_or_else(|f| panic!("{}", f.message));
+            *placed.entry(node).or_insert(0) += 1;
+        }
+        let mut counts: Vec<usize> = placed.into_values().collect();
+        counts.resize(3, 0);
+        counts.sort_unstable();
+        counts
+    }
+
+    #[test]
+    fn replicas_without_requests_spread_over_nodes_and_zones() {
+        // least-allocated ties at 99 on these nodes: only topology spreading separates them
+        for _ in 0..50 {
+            assert_eq!(place(three_nodes(true), 3, true), vec![1, 1, 1]);
+            assert_eq!(place(three_nodes(true), 5, true), vec![1, 2, 2]);
+            assert_eq!(place(three_nodes(false), 3, true), vec![1, 1, 1]);
+            assert_eq!(place(three_nodes(false), 6, true), vec![2, 2, 2]);
+        }
+    }
+
+    #[test]
+    fn bare_pods_are_placed_at_random_among_equal_nodes() {
+        let outcomes: HashSet<Vec<usize>> = (0..200)
+            .map(|_| place(three_nodes(true), 3, false))
+            .collect();
+        // 1/1/1 (2/9 of the time), 1/2 (6/9) and 3 on one node (1/9) all occur
+        assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    }
+
+    #[test]
+    fn terminating_siblings_do_not_count_for_spreading() {
+        let mut st = three_nodes(true);
+        let (p, spread) = replica(true);
+        let mut on = BTreeMap::new();
+        for i in 0..3 {
+            let node = st
+                .schedule(&p, &format!("u{i}"), 0, &spread)
+                .unwrap_or_else(|f| panic!("{}", f.message));
+            on.insert(node, format!("u{i}"));
+        }
+        // the replica on b is being deleted: the next one replaces it on b
+        let empty = BTreeMap::new();
+        let mut going = p.clone();
+        going.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        st.refresh_member(&on["b"], &Member::of(&going, &empty));
+        for i in 3..13 {
+            let uid = format!("t{i}");
+            assert_eq!(st.schedule(&p, &uid, 0, &spread).ok().as_deref(), Some("b"));
+            st.remove_pod(&uid);
+        }
+        // it still holds its resources until it is gone
+        let b = st.table.find("b").expect("b");
+        assert_eq!(st.table.slot(b).usage.pods, 1);
+        // and its labels moving it out of the ReplicaSet count as well
+        let mut relabelled = p.clone();
+        relabelled.metadata.labels = Some(BTreeMap::from([("app".into(), "debug".into())]));
+        st.refresh_member(&on["b"], &Member::of(&p, &empty));
+        st.refresh_member(&on["c"], &Member::of(&relabelled, &empty));
+        assert_eq!(
+            st.schedule(&p, "next", 0, &spread).ok().as_deref(),
+            Some("c")
+        );
+        assert_eq!(st.groups.len(), 2);
+    }
+
+    #[test]
+    fn prefer_no_schedule_taints_and_preferred_affinity_steer_bare_pods() {
+        let mut st = three_nodes(true);
+        let mut a = sim_node("a", Some("zone-a"));
+        a.taints = vec![Taint {
+            key: "spot".into(),
+            effect: "PreferNoSchedule".into(),
+            ..Default::default()
+        }];
+        st.set_node(a);
+        let (mut p, spread) = replica(false);
+        for i in 0..30 {
+            let node = st.schedule(&p, &format!("u{i}"), 0, &spread).ok();
+            assert_ne!(
+                node.as_deref(),
+                Some("a"),
+                "an intolerable soft taint repels"
+            );
+        }
+        // a toleration of the soft taint makes a as good as the others
+        let spec = p.spec.as_mut().expect("spec");
+        spec.tolerations = Some(vec![Toleration {
+            key: Some("spot".into()),
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]);
+        let to_a = (0..60)
+            .filter(|i| {
+                st.schedule(&p, &format!("t{i}"), 0, &spread)
+                    .ok()
+                    .as_deref()
+                    == Some("a")
+            })
+            .count();
+        assert!(to_a > 0);
+        // preferred node affinity (weight 2 × 100) outweighs least-allocated differences
+        let mut q = p.clone();
+        q.spec.as_mut().expect("spec").affinity = Some(
+            serde_json::from_value(serde_json::json!({
+                "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 10, "preference": {"matchExpressions": [
+                        {"key": LABEL_ZONE, "operator": "In", "values": ["zone-c"]}]}}]}
+            }))
+            .expect("affinity"),
+        );
+        for i in 0..20 {
+            assert_eq!(
+                st.schedule(&q, &format!("c{i}"), 0, &spread)
+                    .ok()
+                    .as_deref(),
+                Some("c")
+            );
+        }
     }
 }
