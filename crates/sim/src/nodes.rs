@@ -24,12 +24,14 @@ use k8s_openapi::api::core::v1::{
     NodeSystemInfo,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use rand::Rng;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+use coxswain_runtime::controllerutil::owner_reference;
 
 use crate::config::SimConfig;
 use crate::ipam::{node_cidr, nth_address, parse_cidr};
@@ -361,15 +363,9 @@ impl NodeManager {
             renew_time: Some(MicroTime(now)),
             ..Default::default()
         };
-        let owner = node.metadata.uid.clone().map(|uid| {
-            vec![OwnerReference {
-                api_version: "v1".into(),
-                kind: "Node".into(),
-                name: name.clone(),
-                uid,
-                ..Default::default()
-            }]
-        });
+        // the kubelet's lease is owned (not controlled) by its node; a node not yet
+        // created has no uid, and its lease no owner
+        let owner = owner_reference(node).ok().map(|r| vec![r]);
         let current = match cached {
             Some(l) => Some(l),
             None => match self.leases.get(&name).await {
