@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, StreamReader, parse_json_stream, stop_process, wait_until
 
 
 @pytest.fixture
@@ -280,3 +280,64 @@ def test_replicas_without_requests_spread_over_the_nodes(kc, wns):
     kc("scale", "deployment/spread", "--replicas=6", "-n", wns)
     kc("rollout", "status", "deployment/spread", "-n", wns, "--timeout=90s")
     assert pods_per_node(kc, wns, "spread") == [2, 2, 2]
+
+
+def web_pod(name: str, annotations: dict | None = None) -> dict:
+    """A pod whose process shuts down on SIGTERM, as nginx does."""
+    meta: dict = {"name": name, "labels": {"app": name}}
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+    }
+
+
+def delete_watched(kc, ns, name, *delete_args):
+    """Delete a Ready pod with --wait=false while watching it; return the pod as the
+    delete left it (Terminating, or None when already gone), the pod as it was when
+    it went away (the DELETED event) and the result of `kubectl wait --for=delete`
+    with a 10 s timeout (a third of the default grace period)."""
+    kc("wait", "--for=condition=Ready", f"pod/{name}", "-n", ns, "--timeout=60s")
+    proc = kc.popen("get", "pod", name, "-n", ns, "-w", "--output-watch-events", "-o", "json")
+    out = StreamReader(proc.stdout)
+    events = lambda: parse_json_stream(out.text())
+    try:
+        wait_until(lambda: events(), timeout=20, message=f"initial event of pod/{name}")
+        kc("delete", "pod", name, "-n", ns, "--wait=false", *delete_args)
+        after = kc("get", "pod", name, "-n", ns, "-o", "json", check=False)
+        terminating = json.loads(after.stdout) if after.returncode == 0 else None
+        waited = kc("wait", "--for=delete", f"pod/{name}", "-n", ns, "--timeout=10s", check=False)
+        deleted = wait_until(lambda: [e for e in events() if e["type"] == "DELETED"],
+                             timeout=60, message=f"DELETED event of pod/{name}")
+    finally:
+        stop_process(proc)
+    return terminating, deleted[0]["object"], waited
+
+
+def test_a_deleted_pod_exits_on_sigterm_and_goes_at_once(kc, wns):
+    # real containers mostly exit on SIGTERM within a second: the pod does not sit
+    # out its 30 s grace period as Terminating
+    kc.apply_yaml("create", web_pod("quick"), "-n", wns)
+    _, gone, waited = delete_watched(kc, wns, "quick")
+    assert waited.returncode == 0, f"still there 10 s after the delete: {waited.stderr}"
+    assert gone["status"]["phase"] == "Succeeded"
+    term = gone["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (0, "Completed"), term
+    ready = {c["type"]: c for c in gone["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "PodCompleted")
+
+
+def test_a_pod_ignoring_sigterm_stays_terminating_then_is_killed(kc, wns):
+    kc.apply_yaml("create", web_pod("stubborn", {"sim.coxswain.dev/ignore-sigterm": "true"}),
+                  "-n", wns)
+    terminating, gone, _ = delete_watched(kc, wns, "stubborn", "--grace-period=3")
+    assert terminating is not None, "gone before its grace period ended"
+    assert terminating["metadata"].get("deletionTimestamp")
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 3
+    assert terminating["status"]["phase"] == "Running"
+    assert gone["status"]["phase"] == "Failed"
+    term = gone["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (137, "Error"), term

@@ -25,6 +25,10 @@ pub const FAIL: &str = "sim.coxswain.dev/fail";
 pub const FAIL_AFTER: &str = "sim.coxswain.dev/fail-after";
 /// `"true"`: containers exit with code 1 after [`FAIL_AFTER`], every time they run.
 pub const CRASH_LOOP: &str = "sim.coxswain.dev/crash-loop";
+/// `"true"`: containers ignore SIGTERM, so deleting the pod takes its whole grace
+/// period, after which they are killed (exit code 137). Without it they exit 0 as soon
+/// as their preStop hooks are done, as a process that shuts down on SIGTERM does.
+pub const IGNORE_SIGTERM: &str = "sim.coxswain.dev/ignore-sigterm";
 
 /// How a container exits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +50,8 @@ pub struct Behaviour {
     pub start_after: Duration,
     /// How containers exit, if they do.
     pub exit: Option<Exit>,
+    /// Containers ignore SIGTERM: a deleted pod runs until its grace period ends.
+    pub ignore_sigterm: bool,
 }
 
 fn flag(value: &str) -> Result<bool, String> {
@@ -115,6 +121,7 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
     let fail = get(FAIL, &code).and_then(|v| v.trim().parse::<i32>().ok());
     let fail_after = get(FAIL_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
     let crash_loop = get(CRASH_LOOP, &flg).is_some_and(|v| v.trim() == "true");
+    let ignore_sigterm = get(IGNORE_SIGTERM, &flg).is_some_and(|v| v.trim() == "true");
     let run = fail_after.unwrap_or(defaults.run_duration);
     let exit = if let Some(code) = fail {
         Some(Exit { code, after: run })
@@ -142,6 +149,7 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
             FAIL,
             FAIL_AFTER,
             CRASH_LOOP,
+            IGNORE_SIGTERM,
         ];
         if !known.contains(&key.as_str()) {
             problems.push(format!(
@@ -155,6 +163,7 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
             never_ready,
             start_after: start_after.unwrap_or(Duration::ZERO),
             exit,
+            ignore_sigterm,
         },
         problems,
     )
@@ -224,6 +233,12 @@ mod tests {
         );
         let (b, _) = behaviour_of(&pod(&[(NEVER_READY, "true")]), D);
         assert!(b.never_ready);
+        assert!(!b.ignore_sigterm);
+        let (b, p) = behaviour_of(&pod(&[(IGNORE_SIGTERM, "true")]), D);
+        assert!(b.ignore_sigterm && p.is_empty());
+        let (b, p) = behaviour_of(&pod(&[(IGNORE_SIGTERM, "always")]), D);
+        assert!(!b.ignore_sigterm);
+        assert_eq!(p.len(), 1, "{p:?}");
     }
 
     #[test]

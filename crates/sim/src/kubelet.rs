@@ -4,10 +4,14 @@
 //! pod an address from the node's pod CIDR, then moves its status along with
 //! [`crate::podstatus::step`] (start, readiness, exits, restarts, completion) and
 //! reconciles again when the next change is due. Graceful deletion is honoured as a
-//! kubelet does: a pod that never ran (or already finished) is removed at once, a
-//! running one when its `deletionTimestamp` (the end of its grace period) has come;
-//! removal is a delete with `gracePeriodSeconds: 0` and the pod's uid as
-//! precondition, which the API server completes (finalizers permitting).
+//! kubelet does: a pod that never ran (or already finished) is removed at once; the
+//! containers of a running one are stopped ([`crate::podstatus::stopping`]): after
+//! their preStop sleep hooks they exit 0 on SIGTERM at once, or, with the
+//! `sim.coxswain.dev/ignore-sigterm` annotation, are killed (137) when the grace
+//! period ends; the pod's final status (containers terminated, phase `Succeeded` or
+//! `Failed`) is reported, then it is removed: a delete with `gracePeriodSeconds: 0`
+//! and the pod's uid as precondition, which the API server completes (finalizers
+//! permitting).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,7 +21,7 @@ use coxswain_runtime::cache::{Cache, Change};
 use coxswain_runtime::controller::{Action, ReconcileResult};
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::ObjectKey;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 
@@ -25,7 +29,7 @@ use crate::behaviour::{behaviour_of, Defaults};
 use crate::config::SimConfig;
 use crate::ipam::{Held, Ipam};
 use crate::nodes::{internal_ip, is_managed};
-use crate::podstatus::{step, Env};
+use crate::podstatus::{step, stopping, Env, Stopping};
 
 /// Name of the pod index by node.
 pub const NODE_INDEX: &str = "sim.coxswain.dev/node";
@@ -198,6 +202,34 @@ impl Kubelet {
         Ok(Action::Done)
     }
 
+    /// Write `status` as the pod's; `Some` action when the reconcile ends there (a
+    /// conflict: look again with the newer pod; gone: forget it).
+    async fn write_status(
+        &self,
+        pod: &Pod,
+        key: &ObjectKey,
+        status: PodStatus,
+    ) -> Result<Option<Action>, kube::Error> {
+        let mut updated = pod.clone();
+        updated.metadata.managed_fields = None;
+        updated.status = Some(status);
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), key.namespace().unwrap_or("default"));
+        match api
+            .replace_status(key.name(), &PostParams::default(), &updated)
+            .await
+        {
+            Ok(_) => Ok(None),
+            // a newer version is coming through the informer: look again then
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Some(Action::Requeue)),
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                self.forget_pod(key);
+                Ok(Some(Action::Done))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Move one pod along.
     pub async fn reconcile(&self, key: ObjectKey) -> ReconcileResult {
         let Some(pod) = self.cache.get::<Pod>(&key).await else {
@@ -217,24 +249,23 @@ impl Kubelet {
         let terminal = matches!(phase, "Succeeded" | "Failed");
         let now = Timestamp::now();
 
-        if let Some(deleting) = &pod.metadata.deletion_timestamp {
+        let defaults = Defaults {
+            ready_after: self.cfg.pod_ready_delay,
+            run_duration: self.cfg.job_pod_run_duration,
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
             let never_ran = phase == "Pending";
             if never_ran || terminal {
                 return self.finish_deletion(&pod, &key).await;
             }
-            // deletionTimestamp is when the grace period ends; recorded to the second,
-            // so a whole second counts from its end
-            let mut deadline = deleting.0.as_nanosecond();
-            if deadline % 1_000_000_000 == 0 {
-                deadline += 1_000_000_000;
-            }
-            let left = deadline - now.as_nanosecond();
-            if left > 0 {
-                return Ok(Action::RequeueAfter(Duration::from_nanos(
-                    u64::try_from(left).unwrap_or(u64::MAX),
-                )));
-            }
-            return self.finish_deletion(&pod, &key).await;
+            let (behaviour, _) = behaviour_of(&pod, defaults);
+            return match stopping(&pod, &behaviour, now) {
+                Stopping::Wait(d) => Ok(Action::RequeueAfter(d)),
+                Stopping::Stopped(status) => match self.write_status(&pod, &key, *status).await? {
+                    Some(action) => Ok(action),
+                    None => self.finish_deletion(&pod, &key).await,
+                },
+            };
         }
         if terminal {
             self.forget_pod(&key);
@@ -245,10 +276,6 @@ impl Kubelet {
             return Ok(Action::Done);
         };
 
-        let defaults = Defaults {
-            ready_after: self.cfg.pod_ready_delay,
-            run_duration: self.cfg.job_pod_run_duration,
-        };
         let (behaviour, problems) = behaviour_of(&pod, defaults);
         if !problems.is_empty()
             && self
@@ -303,23 +330,8 @@ impl Kubelet {
         let next = step(&pod, &behaviour, &env);
         if let Some(new_status) = next.status {
             self.note_crashes(&pod, &new_status);
-            let mut updated = (*pod).clone();
-            updated.metadata.managed_fields = None;
-            updated.status = Some(new_status);
-            let api: Api<Pod> =
-                Api::namespaced(self.client.clone(), key.namespace().unwrap_or("default"));
-            match api
-                .replace_status(key.name(), &PostParams::default(), &updated)
-                .await
-            {
-                Ok(_) => {}
-                // a newer version is coming through the informer: look again then
-                Err(kube::Error::Api(s)) if s.code == 409 => return Ok(Action::Requeue),
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    self.forget_pod(&key);
-                    return Ok(Action::Done);
-                }
-                Err(e) => return Err(e.into()),
+            if let Some(action) = self.write_status(&pod, &key, new_status).await? {
+                return Ok(action);
             }
         }
         Ok(match next.after {

@@ -25,8 +25,10 @@
 //!   `Pending` → `Running` with the kubelet's conditions, container statuses, a pod IP
 //!   from the node's pod CIDR and the node's host IP; they become ready after
 //!   [`SimConfig::pod_ready_delay`]; Job pods exit 0 after
-//!   [`SimConfig::job_pod_run_duration`] and end `Succeeded`; graceful deletion is
-//!   honoured.
+//!   [`SimConfig::job_pod_run_duration`] and end `Succeeded`. A deleted pod's
+//!   containers stop as well-behaved processes do: after their preStop `sleep` hooks
+//!   they exit 0 on SIGTERM at once (not at the end of the grace period), the pod
+//!   reports `Succeeded` (or `Failed` if a container had failed) and is removed.
 //!
 //! # Per-pod behaviour
 //!
@@ -43,6 +45,7 @@
 //! | `sim.coxswain.dev/fail` | exit code, not 0 | containers exit with that code after `fail-after` |
 //! | `sim.coxswain.dev/fail-after` | duration | run time before `fail`/`crash-loop` exits (default: the Job run duration) |
 //! | `sim.coxswain.dev/crash-loop` | `"true"` | containers exit 1 after `fail-after`, every time they run |
+//! | `sim.coxswain.dev/ignore-sigterm` | `"true"` | containers ignore SIGTERM: a deleted pod stays `Terminating` for its whole grace period, then its containers are killed (exit code 137, reason `Error`, phase `Failed`) |
 //!
 //! What follows an exit is the kubelet's rule, by `restartPolicy`: under `Never` the
 //! pod ends `Succeeded` (all exited 0) or `Failed`; under `OnFailure` failed containers

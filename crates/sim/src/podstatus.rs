@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodIP, PodStatus,
+    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodIP, PodSpec, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -455,6 +455,170 @@ pub fn step(pod: &Pod, b: &Behaviour, env: &Env) -> Step {
         status: (status != old).then_some(status),
         after,
     }
+}
+
+/// What happens next to a running pod that is being deleted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stopping {
+    /// Its containers are still stopping (a preStop sleep, or a process that ignores
+    /// SIGTERM): look again after this long.
+    Wait(Duration),
+    /// They have stopped: the status to report before the pod is removed.
+    Stopped(Box<PodStatus>),
+}
+
+/// Upstream kubelet's `killContainer` floor: a container gets at least 2 s between
+/// SIGTERM and SIGKILL, even when its preStop hook used up the grace period.
+const MIN_GRACE_NANOS: i128 = 2 * NANOS;
+
+/// The longest `preStop` sleep action of the containers that run (regular and sidecar
+/// containers), in seconds; exec and HTTP hooks take no time here.
+fn pre_stop_sleep(spec: &PodSpec) -> i64 {
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.containers
+        .iter()
+        .chain(sidecars)
+        .filter_map(|c| c.lifecycle.as_ref()?.pre_stop.as_ref()?.sleep.as_ref())
+        .map(|s| s.seconds.max(0))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The kubelet stopping a running pod that has a `deletionTimestamp`, as upstream
+/// `killPod` does: each container's preStop hook runs (a `sleep` action takes its
+/// seconds, at most the grace period), then the container gets SIGTERM and, as a
+/// well-behaved process, exits 0 at once (`Completed`); with `ignore_sigterm` it runs
+/// on until the grace period is over (and at least 2 s after its hook) and is killed:
+/// exit code 137, `Error`. The grace period started `deletionGracePeriodSeconds`
+/// before the `deletionTimestamp` (second precision, so a whole second counts from its
+/// end: never early). Once stopped, the pod is terminal, `Succeeded` when every
+/// container exited 0 and `Failed` otherwise, as kubelets since 1.27 report deleted
+/// pods.
+pub fn stopping(pod: &Pod, b: &Behaviour, now: Timestamp) -> Stopping {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let sleep = pre_stop_sleep(&spec);
+    let code = if b.ignore_sigterm { 137 } else { 0 };
+    if sleep == 0 && !b.ignore_sigterm {
+        return Stopping::Stopped(Box::new(stopped_status(pod, code, now)));
+    }
+    let grace = i128::from(
+        pod.metadata
+            .deletion_grace_period_seconds
+            .unwrap_or(0)
+            .max(0),
+    );
+    let mut end = pod
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .map_or(now.as_nanosecond(), |t| t.0.as_nanosecond());
+    if end % NANOS == 0 {
+        end += NANOS;
+    }
+    let start = end - grace * NANOS;
+    let hook_end = start + i128::from(sleep).min(grace) * NANOS;
+    let stop_at = if b.ignore_sigterm {
+        end.max(hook_end + MIN_GRACE_NANOS)
+    } else {
+        hook_end
+    };
+    let left = stop_at - now.as_nanosecond();
+    if left > 0 {
+        Stopping::Wait(Duration::from_nanos(
+            u64::try_from(left).unwrap_or(u64::MAX),
+        ))
+    } else {
+        Stopping::Stopped(Box::new(stopped_status(pod, code, now)))
+    }
+}
+
+/// `pod`'s status once its containers were stopped at `now`, the running ones exiting
+/// with `code`.
+fn stopped_status(pod: &Pod, code: i32, now: Timestamp) -> PodStatus {
+    let old = pod.status.clone().unwrap_or_default();
+    let stamp = Time(floor_second(now));
+    let stop = |cs: &ContainerStatus| -> ContainerStatus {
+        let mut cs = cs.clone();
+        let state = cs.state.clone().unwrap_or_default();
+        let term = if let Some(run) = state.running {
+            ContainerStateTerminated {
+                exit_code: code,
+                reason: Some(if code == 0 { "Completed" } else { "Error" }.into()),
+                started_at: run.started_at,
+                finished_at: Some(stamp.clone()),
+                container_id: cs.container_id.clone(),
+                ..Default::default()
+            }
+        } else if let Some(t) = state.terminated {
+            t
+        } else if let Some(t) = cs.last_state.as_ref().and_then(|s| s.terminated.clone()) {
+            // backing off: its last run is its end
+            t
+        } else {
+            ContainerStateTerminated {
+                exit_code: 137,
+                reason: Some("ContainerStatusUnknown".into()),
+                message: Some(
+                    "The container could not be located when the pod was terminated".into(),
+                ),
+                ..Default::default()
+            }
+        };
+        cs.state = Some(ContainerState {
+            terminated: Some(term),
+            ..Default::default()
+        });
+        cs.ready = false;
+        cs.started = Some(false);
+        cs
+    };
+    let statuses: Vec<ContainerStatus> =
+        old.container_statuses.iter().flatten().map(stop).collect();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let inits = old.init_container_statuses.as_ref().map(|list| {
+        list.iter()
+            .map(|cs| {
+                let sidecar =
+                    spec.init_containers.iter().flatten().any(|c| {
+                        c.name == cs.name && c.restart_policy.as_deref() == Some("Always")
+                    });
+                if sidecar {
+                    stop(cs)
+                } else {
+                    cs.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    let succeeded = statuses.iter().all(|cs| {
+        cs.state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0)
+    });
+    let phase = if succeeded { "Succeeded" } else { "Failed" };
+    let init_names: Vec<String> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| c.name.clone())
+        .collect();
+    let conds = conditions(pod, phase, true, &init_names, &statuses);
+    let mut status = old.clone();
+    status.phase = Some(phase.into());
+    status.conditions = Some(merge_conditions(
+        old.conditions.as_deref().unwrap_or(&[]),
+        conds,
+        &stamp,
+        pod.metadata.generation,
+    ));
+    status.container_statuses = Some(statuses);
+    status.init_container_statuses = inits;
+    status
 }
 
 #[cfg(test)]

@@ -368,3 +368,151 @@ fn helpers() {
     assert_eq!(backoff(&e, 3), Duration::from_secs(80));
     assert_eq!(backoff(&e, 40), Duration::from_secs(300));
 }
+
+/// `kubectl delete` at `at` seconds with a grace period: the API server records the
+/// end of the grace period, to the second.
+fn delete_at(p: &mut Pod, at: f64, grace: i64) {
+    p.metadata.deletion_grace_period_seconds = Some(grace);
+    p.metadata.deletion_timestamp = Some(Time(floor_second(t(at + grace as f64))));
+}
+
+fn terminated(cs: &ContainerStatus) -> ContainerStateTerminated {
+    cs.state
+        .as_ref()
+        .and_then(|s| s.terminated.clone())
+        .unwrap_or_else(|| panic!("{} not terminated: {:?}", cs.name, cs.state))
+}
+
+fn stopped(p: &Pod, b: &Behaviour, secs: f64) -> Pod {
+    match stopping(p, b, t(secs)) {
+        Stopping::Stopped(st) => {
+            let mut p = p.clone();
+            p.status = Some(*st);
+            p
+        }
+        other => panic!("not stopped at {secs}: {other:?}"),
+    }
+}
+
+fn waits(p: &Pod, b: &Behaviour, secs: f64) -> Duration {
+    match stopping(p, b, t(secs)) {
+        Stopping::Wait(d) => d,
+        other => panic!("stopped at {secs}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_deleted_pod_exits_on_sigterm_at_once() {
+    let b = Behaviour::default();
+    let mut p = pod("Always", false);
+    run(&mut p, &b, 0.0);
+    delete_at(&mut p, 5.3, 30);
+    let done = stopped(&p, &b, 5.4);
+    assert_eq!(phase(&done), "Succeeded");
+    let term = terminated(container(&done));
+    assert_eq!(
+        (term.exit_code, term.reason.as_deref()),
+        (0, Some("Completed"))
+    );
+    assert_eq!(term.finished_at, Some(Time(floor_second(t(5.4)))));
+    assert_eq!(term.started_at, Some(Time(floor_second(t(0.0)))));
+    assert!(term.container_id.is_some());
+    assert!(!container(&done).ready);
+    let ready = cond(&done, "Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_deref()),
+        ("False", Some("PodCompleted"))
+    );
+    assert_eq!(cond(&done, "PodReadyToStartContainers").status, "False");
+}
+
+#[test]
+fn ignoring_sigterm_runs_out_the_grace_period_and_is_killed() {
+    let b = Behaviour {
+        ignore_sigterm: true,
+        ..Default::default()
+    };
+    let mut p = pod("Always", false);
+    run(&mut p, &b, 0.0);
+    // deleted at 5.3 s with 30 s: deletionTimestamp 35 s, whole: it ends at 36 s
+    delete_at(&mut p, 5.3, 30);
+    assert_eq!(waits(&p, &b, 5.4), Duration::from_millis(30_600));
+    assert_eq!(waits(&p, &b, 35.9), Duration::from_millis(100));
+    let done = stopped(&p, &b, 36.0);
+    assert_eq!(phase(&done), "Failed");
+    let term = terminated(container(&done));
+    assert_eq!(
+        (term.exit_code, term.reason.as_deref()),
+        (137, Some("Error"))
+    );
+    assert_eq!(cond(&done, "Ready").reason.as_deref(), Some("PodFailed"));
+    // a 1 s grace period still leaves the container 2 s between SIGTERM and SIGKILL
+    delete_at(&mut p, 5.3, 1);
+    assert_eq!(waits(&p, &b, 5.4), Duration::from_millis(2_600));
+}
+
+#[test]
+fn pre_stop_sleep_hooks_delay_the_exit_within_the_grace_period() {
+    let mut p = pod("Always", false);
+    let with_sleep = |p: &mut Pod, secs: i64| {
+        let c = &mut p.spec.as_mut().expect("spec").containers[0];
+        c.lifecycle = Some(
+            serde_json::from_value(serde_json::json!({
+            "preStop": {"sleep": {"seconds": secs}}}))
+            .expect("lifecycle"),
+        );
+    };
+    with_sleep(&mut p, 5);
+    let b = Behaviour::default();
+    run(&mut p, &b, 0.0);
+    // the grace period counts from 6 s (36 s − 30 s): the hook ends at 11 s
+    delete_at(&mut p, 5.3, 30);
+    assert_eq!(waits(&p, &b, 5.4), Duration::from_millis(5_600));
+    let done = stopped(&p, &b, 11.0);
+    assert_eq!(terminated(container(&done)).exit_code, 0);
+    // a hook longer than the grace period is cut at its end; SIGTERM then ends the
+    // container at once, or (ignored) 2 s later with SIGKILL
+    with_sleep(&mut p, 60);
+    assert_eq!(waits(&p, &b, 35.0), Duration::from_secs(1));
+    assert_eq!(terminated(container(&stopped(&p, &b, 36.0))).exit_code, 0);
+    let stubborn = Behaviour {
+        ignore_sigterm: true,
+        ..Default::default()
+    };
+    assert_eq!(waits(&p, &stubborn, 36.0), Duration::from_secs(2));
+    assert_eq!(
+        terminated(container(&stopped(&p, &stubborn, 38.0))).exit_code,
+        137
+    );
+}
+
+#[test]
+fn stopping_ends_crashed_containers_with_their_last_exit_and_stops_sidecars() {
+    let mut p = pod("Always", true);
+    let spec = p.spec.as_mut().expect("spec");
+    if let Some(inits) = spec.init_containers.as_mut() {
+        inits[0].restart_policy = Some("Always".into());
+    }
+    let b = Behaviour {
+        exit: Some(Exit {
+            code: 1,
+            after: Duration::from_secs(1),
+        }),
+        ..Default::default()
+    };
+    run(&mut p, &b, 0.0);
+    // the app crashed at 2 s and is backing off; the sidecar runs
+    run(&mut p, &b, 2.0);
+    delete_at(&mut p, 3.0, 30);
+    let done = stopped(&p, &b, 3.0);
+    assert_eq!(phase(&done), "Failed");
+    let app = terminated(container(&done));
+    assert_eq!((app.exit_code, app.reason.as_deref()), (1, Some("Error")));
+    let sidecar = done
+        .status
+        .as_ref()
+        .and_then(|s| s.init_container_statuses.as_ref())
+        .map(|l| terminated(&l[0]))
+        .expect("sidecar status");
+    assert_eq!(sidecar.exit_code, 0);
+}

@@ -6,10 +6,12 @@ use std::time::{Duration, Instant};
 use coxswain_runtime::envtest::{self, TestEnv};
 use coxswain_runtime::manager::{Manager, ManagerOptions};
 use coxswain_sim::{SimConfig, Simulator, MANAGED_LABEL};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -652,25 +654,75 @@ async fn behaviours_complete_crash_fail_and_delay_readiness() {
     sim.stop().await;
 }
 
+/// Start watching pod `name` (before deleting it), from its current version.
+async fn watch_pod(
+    pods: &Api<Pod>,
+    name: &str,
+) -> impl futures::Stream<Item = Result<WatchEvent<Pod>, kube::Error>> {
+    let rv = get(pods, name)
+        .await
+        .and_then(|p| p.metadata.resource_version)
+        .expect("pod version");
+    let wp = WatchParams::default()
+        .fields(&format!("metadata.name={name}"))
+        .timeout(60);
+    pods.watch(&wp, &rv).await.expect("watch").boxed()
+}
+
+/// The pod as it was when it went away (the DELETED event's object).
+async fn until_deleted(
+    name: &str,
+    events: impl futures::Stream<Item = Result<WatchEvent<Pod>, kube::Error>>,
+) -> Pod {
+    let mut events = std::pin::pin!(events);
+    while let Some(ev) = events.try_next().await.expect("watch event") {
+        if let WatchEvent::Deleted(p) = ev {
+            return p;
+        }
+    }
+    panic!("pod {name} not deleted within the watch");
+}
+
+fn terminated(p: &Pod) -> (i32, String, Time, Time) {
+    let t = p
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c[0].state.as_ref())
+        .and_then(|s| s.terminated.clone())
+        .unwrap_or_else(|| panic!("not terminated: {:?}", p.status));
+    (
+        t.exit_code,
+        t.reason.unwrap_or_default(),
+        t.finished_at.expect("finishedAt"),
+        p.metadata
+            .deletion_timestamp
+            .clone()
+            .expect("deletionTimestamp"),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_deletion_waits_for_running_pods_only() {
+async fn deleted_pods_stop_on_sigterm_unless_they_ignore_it() {
     let sim = start(fast()).await;
     let client = sim.env.client.clone();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     let pp = PostParams::default();
-    pods.create(&pp, &pod("runner", json!({})))
-        .await
-        .expect("create");
-    pods.create(
-        &pp,
-        &pod(
+    let ignoring =
+        json!({"metadata": {"annotations": {"sim.coxswain.dev/ignore-sigterm": "true"}}});
+    for (name, extra) in [
+        ("prompt", json!({})),
+        ("stubborn", ignoring),
+        (
             "stuck",
             json!({"metadata": {"annotations": {"sim.coxswain.dev/start-after": "1h"}}}),
         ),
-    )
-    .await
-    .expect("create");
-    wait_pod(&pods, "runner", "Running", |p| phase(p) == "Running").await;
+    ] {
+        pods.create(&pp, &pod(name, extra)).await.expect("create");
+    }
+    for name in ["prompt", "stubborn"] {
+        wait_pod(&pods, name, "Running", |p| phase(p) == "Running").await;
+    }
     let stuck = wait_pod(&pods, "stuck", "bound and Pending", |p| {
         p.status.as_ref().is_some_and(|s| s.start_time.is_some()) && phase(p) == "Pending"
     })
@@ -683,32 +735,47 @@ async fn graceful_deletion_waits_for_running_pods_only() {
         .and_then(|w| w.reason);
     assert_eq!(waiting.as_deref(), Some("ContainerCreating"));
 
-    let asked = Instant::now();
-    pods.delete("runner", &DeleteParams::default().grace_period(2))
+    // a process that exits on SIGTERM ends long before its 30 s grace period
+    let events = watch_pod(&pods, "prompt").await;
+    pods.delete("prompt", &DeleteParams::default().grace_period(30))
         .await
         .expect("delete");
-    let terminating = get(&pods, "runner")
+    let gone = until_deleted("prompt", events).await;
+    assert_eq!(phase(&gone), "Succeeded");
+    let (code, reason, finished, grace_end) = terminated(&gone);
+    assert_eq!((code, reason.as_str()), (0, "Completed"));
+    assert!(
+        finished.0 < grace_end.0,
+        "stopped at {finished:?}, grace period until {grace_end:?}"
+    );
+
+    // one that ignores it is Terminating until the grace period ends, then killed
+    let events = watch_pod(&pods, "stubborn").await;
+    pods.delete("stubborn", &DeleteParams::default().grace_period(2))
+        .await
+        .expect("delete");
+    let terminating = get(&pods, "stubborn")
         .await
         .expect("still there during its grace period");
     assert!(terminating.metadata.deletion_timestamp.is_some());
-    eventually("runner gone", || async {
-        get(&pods, "runner").await.is_none().then_some(())
-    })
-    .await;
+    assert_eq!(phase(&terminating), "Running");
+    let gone = until_deleted("stubborn", events).await;
+    assert_eq!(phase(&gone), "Failed");
+    let (code, reason, finished, grace_end) = terminated(&gone);
+    assert_eq!((code, reason.as_str()), (137, "Error"));
     assert!(
-        asked.elapsed() >= Duration::from_secs(2),
-        "gone after {:?}",
-        asked.elapsed()
+        finished.0 >= grace_end.0,
+        "killed at {finished:?}, grace period until {grace_end:?}"
     );
 
+    // a pod that never ran goes at once
+    let events = watch_pod(&pods, "stuck").await;
     let asked = Instant::now();
     pods.delete("stuck", &DeleteParams::default().grace_period(30))
         .await
         .expect("delete");
-    eventually("stuck gone", || async {
-        get(&pods, "stuck").await.is_none().then_some(())
-    })
-    .await;
+    let gone = until_deleted("stuck", events).await;
+    assert_eq!(phase(&gone), "Pending");
     assert!(
         asked.elapsed() < Duration::from_secs(20),
         "a pod that never ran goes at once ({:?})",
