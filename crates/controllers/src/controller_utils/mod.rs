@@ -10,10 +10,12 @@
 //! - [`ranking`]: which pods to delete first when scaling down (`ActivePodsWithRanks`).
 //! - [`pod_control`]: pods from a template (`GetPodFromTemplate`), creation and
 //!   deletion with events (`RealPodControl`), and slow-start batching.
+//! - [`job`]: whether a Job finished, and how (`pkg/controller/job/util`).
 //! - [`ref_manager`]: claiming children: adopting orphans that match a selector,
 //!   releasing owned children that no longer match (`ControllerRefManager`).
 
 pub mod expectations;
+pub mod job;
 pub mod pod;
 pub mod pod_control;
 pub mod ranking;
