@@ -299,4 +299,59 @@ mod tests {
         let e = delete_options(&json, br#"{"gracePeriodSeconds":"soon"}"#).unwrap_err();
         assert_eq!(e.code, 400);
     }
+
+    #[test]
+    fn eviction_bodies_in_protobuf() {
+        // what `kubectl drain` and client-go's EvictV1 send when configured for protobuf,
+        // encoded by an independent encoder (k8s-pb with prost); the subresource that
+        // takes it is served by the eviction work, this is the decoding it relies on
+        use k8s_pb::api::policy::v1::Eviction;
+        use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+        use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+        use prost::Message;
+        let eviction = Eviction {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("web-0".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            }),
+            delete_options: Some(meta::DeleteOptions {
+                grace_period_seconds: Some(0),
+                preconditions: Some(meta::Preconditions {
+                    uid: Some("u-1".into()),
+                    resource_version: None,
+                }),
+                dry_run: vec!["All".into()],
+                ..Default::default()
+            }),
+        };
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("policy/v1".into()),
+                kind: Some("Eviction".into()),
+            }),
+            raw: Some(eviction.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        let mut body = b"k8s\0".to_vec();
+        body.extend(unknown.encode_to_vec());
+        let expected = Expected::object("Eviction", "policy/v1", true);
+        let (v, _) = decode(&headers(PROTOBUF_MEDIA_TYPE), &body, &expected).unwrap();
+        assert_eq!(v["kind"], "Eviction");
+        assert_eq!(v["apiVersion"], "policy/v1");
+        assert_eq!(v["metadata"]["name"], "web-0");
+        let opts = &v["deleteOptions"];
+        // a pointer keeps its zero: gracePeriodSeconds 0 means "now", not "default"
+        assert_eq!(opts["gracePeriodSeconds"], 0);
+        assert_eq!(opts["preconditions"]["uid"], "u-1");
+        assert_eq!(opts["dryRun"], serde_json::json!(["All"]));
+        // a truncated body is a clear 400, not a panic or a partial eviction
+        let e = decode(
+            &headers(PROTOBUF_MEDIA_TYPE),
+            &body[..body.len() - 3],
+            &expected,
+        );
+        assert_eq!(e.unwrap_err().code, 400);
+    }
 }
