@@ -242,3 +242,39 @@ def test_python_client_reads_emptied_finalizers_as_none(core_v1, ns):
     raw = json.loads(core_v1.read_namespaced_config_map("fin", ns, _preload_content=False).data)
     assert "finalizers" not in raw["metadata"], raw["metadata"]
     assert core_v1.read_namespaced_config_map("fin", ns).metadata.finalizers is None
+
+
+def test_generation_moves_as_each_kind_strategy_says(kubectl, ns):
+    def generation(kind, name):
+        return kubectl.json("get", kind, name, "-n", ns)["metadata"].get("generation")
+
+    # a Deployment counts spec and annotation changes, not labels or status
+    kubectl.apply_yaml("create", deployment("gen"), "-n", ns)
+    assert generation("deployment", "gen") == 1
+    kubectl("label", "deployment", "gen", "tier=web", "-n", ns)
+    assert generation("deployment", "gen") == 1
+    kubectl("annotate", "deployment", "gen", "note=x", "-n", ns)
+    assert generation("deployment", "gen") == 2
+    kubectl("scale", "deployment", "gen", "--replicas=3", "-n", ns)
+    assert generation("deployment", "gen") == 3
+
+    # a PodTemplate tracks its template
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "tpl"},
+                "template": {"metadata": {"labels": {"app": "tpl"}},
+                             "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}
+    kubectl.apply_yaml("create", template, "-n", ns)
+    assert generation("podtemplate", "tpl") == 1
+    kubectl("label", "podtemplate", "tpl", "x=y", "-n", ns)
+    assert generation("podtemplate", "tpl") == 1
+    kubectl("patch", "podtemplate", "tpl", "-n", ns, "--type=merge", "-p",
+            json.dumps({"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.28"}]}}}))
+    assert generation("podtemplate", "tpl") == 2
+
+    # a deletion held by a finalizer bumps it once
+    kubectl("patch", "deployment", "gen", "-n", ns, "--type=merge", "-p",
+            json.dumps({"metadata": {"finalizers": ["example.com/hold"]}}))
+    kubectl("delete", "deployment", "gen", "-n", ns, "--wait=false")
+    held = kubectl.json("get", "deployment", "gen", "-n", ns)["metadata"]
+    assert held.get("deletionTimestamp") and held["generation"] == 4
+    kubectl("patch", "deployment", "gen", "-n", ns, "--type=merge", "-p",
+            json.dumps({"metadata": {"finalizers": None}}))
