@@ -11,6 +11,8 @@
 //!   `util/validation` rules;
 //! - [`selector`]: label and field selectors, parsed and matched;
 //! - [`quantity`]: resource quantities;
+//! - [`cron`]: cron schedules as robfig/cron v3 parses and runs them (CronJobs);
+//! - [`tz`]: Go's time zones (`time.LoadLocation`, `time.Date`);
 //! - [`duration`]: Go durations and `kubectl`'s human durations;
 //! - [`time`]: `metav1.Time` and `MicroTime` formats, civil dates, ages;
 //! - [`gofmt`]: Go's `%q`, `%v` and `encoding/json` renderings, which upstream's
@@ -19,6 +21,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cron;
 pub mod duration;
 pub mod field;
 pub mod gofmt;
@@ -28,3 +31,4 @@ pub mod quantity;
 pub mod selector;
 pub mod status;
 pub mod time;
+pub mod tz;

@@ -35,6 +35,7 @@ use serde_json::{Map, Value};
 pub(crate) mod prelude {
     pub(crate) use super::*;
     pub(crate) use apimachinery::field::{Bad, ErrorList as Errs, IMMUTABLE};
+    #[cfg(test)]
     pub(crate) use apimachinery::gofmt::quote as go_quote;
     pub(crate) use apimachinery::names::{
         is_config_map_key as config_map_key_errs, is_dns1123_label as dns1123_label_errs,

@@ -54,7 +54,7 @@ pub(crate) mod validation {
             if sched.is_empty() {
                 e.required("spec.schedule", "");
             } else {
-                if let Err(msg) = parse_cron_standard(sched) {
+                if let Err(msg) = apimachinery::cron::parse_standard(sched) {
                     e.invalid("spec.schedule", s(sched), &msg);
                 }
                 let old_has_tz = self
@@ -136,7 +136,8 @@ pub(crate) mod validation {
         }
     }
 
-    /// `validateTimeZone` without the tz-database lookup.
+    /// `validateTimeZone`: the IANA naming rules, then the zone must load (Go's
+    /// `time.LoadLocation`, with the database bundled as upstream embeds `time/tzdata`).
     pub(crate) fn validate_time_zone(e: &mut Errs, tz: &str) {
         let p = "spec.timeZone";
         if tz.is_empty() {
@@ -161,183 +162,9 @@ pub(crate) mod validation {
                 "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
             );
         }
-    }
-
-    /// robfig/cron v3 `ParseStandard`, returning its error text.
-    pub(crate) fn parse_cron_standard(spec: &str) -> Result<(), String> {
-        let mut spec = spec;
-        if spec.starts_with("TZ=") || spec.starts_with("CRON_TZ=") {
-            match spec.find(' ') {
-                Some(i) => spec = spec[i..].trim(),
-                None => return Ok(()),
-            }
+        if let Err(msg) = apimachinery::tz::load_location(tz) {
+            e.invalid(p, js(tz), &msg);
         }
-        if spec.starts_with('@') {
-            return match spec {
-                "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight"
-                | "@hourly" => Ok(()),
-                _ => match spec.strip_prefix("@every ") {
-                    Some(d) => apimachinery::duration::parse(d)
-                        .map(|_| ())
-                        .map_err(|err| format!("failed to parse duration {spec}: {err}")),
-                    None => Err(format!("unrecognized descriptor: {spec}")),
-                },
-            };
-        }
-        let fields: Vec<&str> = spec.split_whitespace().collect();
-        if fields.len() != 5 {
-            return Err(format!(
-                "expected exactly 5 fields, found {}: [{}]",
-                fields.len(),
-                fields.join(" ")
-            ));
-        }
-        const MONTHS: [&str; 12] = [
-            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-        ];
-        const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-        let bounds: [(i64, i64, &[&str], i64); 5] = [
-            (0, 59, &[], 0),
-            (0, 23, &[], 0),
-            (1, 31, &[], 0),
-            (1, 12, &MONTHS, 1),
-            (0, 6, &DAYS, 0),
-        ];
-        for (f, (min, max, names, base)) in fields.iter().zip(bounds) {
-            for expr in f.split(',').filter(|x| !x.is_empty()) {
-                cron_range(expr, min, max, names, base)?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn cron_int(expr: &str) -> Result<i64, String> {
-        match expr.parse::<i64>() {
-            Ok(n) if n < 0 => Err(format!("negative number ({n}) not allowed: {expr}")),
-            Ok(n) => Ok(n),
-            Err(_) => {
-                let valid_syntax = {
-                    let d = expr.strip_prefix(['+', '-']).unwrap_or(expr);
-                    !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())
-                };
-                let why = if valid_syntax {
-                    "value out of range"
-                } else {
-                    "invalid syntax"
-                };
-                Err(format!(
-                    "failed to parse int from {expr}: strconv.Atoi: parsing {}: {why}",
-                    go_quote(expr)
-                ))
-            }
-        }
-    }
-
-    pub(crate) fn cron_range(
-        expr: &str,
-        min: i64,
-        max: i64,
-        names: &[&str],
-        base: i64,
-    ) -> Result<(), String> {
-        let range_and_step: Vec<&str> = expr.split('/').collect();
-        let low_high: Vec<&str> = range_and_step[0].split('-').collect();
-        let single = low_high.len() == 1;
-        let named = |x: &str| -> Result<i64, String> {
-            let lower = x.to_lowercase();
-            match names.iter().position(|n| *n == lower) {
-                Some(i) => Ok(i as i64 + base),
-                None => cron_int(x),
-            }
-        };
-        let (start, mut end);
-        if low_high[0] == "*" || low_high[0] == "?" {
-            start = min;
-            end = max;
-        } else {
-            start = named(low_high[0])?;
-            end = match low_high.len() {
-                1 => start,
-                2 => named(low_high[1])?,
-                _ => return Err(format!("too many hyphens: {expr}")),
-            };
-        }
-        let step = match range_and_step.len() {
-            1 => 1,
-            2 => {
-                let st = cron_int(range_and_step[1])?;
-                if single {
-                    end = max;
-                }
-                st
-            }
-            _ => return Err(format!("too many slashes: {expr}")),
-        };
-        if start < min {
-            return Err(format!(
-                "beginning of range ({start}) below minimum ({min}): {expr}"
-            ));
-        }
-        if end > max {
-            return Err(format!(
-                "end of range ({end}) above maximum ({max}): {expr}"
-            ));
-        }
-        if start > end {
-            return Err(format!(
-                "beginning of range ({start}) beyond end of range ({end}): {expr}"
-            ));
-        }
-        if step == 0 {
-            return Err(format!("step of range should be a positive number: {expr}"));
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::validation::parse_cron_standard;
-
-    #[test]
-    fn cron_parser() {
-        for good in [
-            "* * * * *",
-            "*/15 0-5,7 1 jan-mar mon-fri",
-            "@hourly",
-            "@every 1h30m",
-            "0 0 ? * SUN",
-        ] {
-            assert_eq!(parse_cron_standard(good), Ok(()), "{good}");
-        }
-        assert_eq!(
-            parse_cron_standard("60 * * * *"),
-            Err("end of range (60) above maximum (59): 60".into())
-        );
-        assert_eq!(
-            parse_cron_standard("* * 0 * *"),
-            Err("beginning of range (0) below minimum (1): 0".into())
-        );
-        assert_eq!(
-            parse_cron_standard("x * * * *"),
-            Err("failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax".into())
-        );
-        assert_eq!(
-            parse_cron_standard("5-1 * * * *"),
-            Err("beginning of range (5) beyond end of range (1): 5-1".into())
-        );
-        assert_eq!(
-            parse_cron_standard("*/0 * * * *"),
-            Err("step of range should be a positive number: */0".into())
-        );
-        assert_eq!(
-            parse_cron_standard("@sometimes"),
-            Err("unrecognized descriptor: @sometimes".into())
-        );
-        assert_eq!(
-            parse_cron_standard("@every 5"),
-            Err("failed to parse duration @every 5: time: missing unit in duration \"5\"".into())
-        );
     }
 }
 

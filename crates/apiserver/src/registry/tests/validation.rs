@@ -597,6 +597,60 @@ fn job_and_cronjob() {
         msgs(&validate("batch", "v1", "CronJob", true, &cj2, None)),
         vec!["spec.schedule: Invalid value: \"TZ=UTC 0 0 * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"]
     );
+    // the zone of a TZ= prefix is loaded as robfig does; without a space robfig panics
+    // and Kubernetes reports the panic
+    cj2["spec"]["schedule"] = json!("TZ=Mars/Olympus 0 0 * * *");
+    assert_eq!(
+        msgs(&validate("batch", "v1", "CronJob", true, &cj2, None)),
+        vec![
+            "spec.schedule: Invalid value: \"TZ=Mars/Olympus 0 0 * * *\": provided bad location Mars/Olympus: unknown time zone Mars/Olympus",
+            "spec.schedule: Invalid value: \"TZ=Mars/Olympus 0 0 * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ]
+    );
+    cj2["spec"]["schedule"] = json!("TZ=UTC");
+    assert_eq!(
+        msgs(&validate("batch", "v1", "CronJob", true, &cj2, None)),
+        vec![
+            "spec.schedule: Invalid value: \"TZ=UTC\": invalid schedule format: runtime error: slice bounds out of range [:-1]",
+            "spec.schedule: Invalid value: \"TZ=UTC\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ]
+    );
+    // spec.timeZone must name a zone of the database (validateTimeZone's LoadLocation)
+    cj2["spec"]["schedule"] = json!("0 0 * * *");
+    for (tz, errs) in [
+        ("America/New_York", vec![]),
+        ("Etc/GMT+5", vec![]),
+        (
+            "Mars/Olympus",
+            vec!["spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus"],
+        ),
+        (
+            "america/new_york",
+            vec!["spec.timeZone: Invalid value: \"america/new_york\": unknown time zone america/new_york"],
+        ),
+        (
+            "local",
+            vec![
+                "spec.timeZone: Invalid value: \"local\": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+                "spec.timeZone: Invalid value: \"local\": unknown time zone local",
+            ],
+        ),
+        (
+            "Local",
+            vec!["spec.timeZone: Invalid value: \"Local\": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"],
+        ),
+        (
+            "America/New York",
+            vec!["spec.timeZone: Invalid value: \"America/New York\": unknown time zone America/New York"],
+        ),
+    ] {
+        cj2["spec"]["timeZone"] = json!(tz);
+        assert_eq!(
+            msgs(&validate("batch", "v1", "CronJob", true, &cj2, None)),
+            errs,
+            "{tz}"
+        );
+    }
 }
 
 // Cron/duration parsing errors follow robfig/cron v3 and Go's time package.
