@@ -55,6 +55,9 @@ pub struct Args {
     /// Enables the generic garbage collector.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
     enable_garbage_collector: bool,
+    /// The number of cron job objects that are allowed to sync concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_cron_job_syncs: usize,
     /// Garbage collector workers (per queue).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -112,6 +115,7 @@ impl Args {
         o.deployment.concurrent_deployment_syncs = self.concurrent_deployment_syncs;
         o.replicaset.concurrent_rs_syncs = self.concurrent_replicaset_syncs;
         o.replication_controller.concurrent_rc_syncs = self.concurrent_rc_syncs;
+        o.cronjob.concurrent_cron_job_syncs = self.concurrent_cron_job_syncs;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

@@ -17,6 +17,7 @@
 pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
+pub mod cronjob;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod namespace;
@@ -32,6 +33,7 @@ use registry::Registry;
 pub fn builtin() -> Registry {
     Registry::new(vec![
         deployment::descriptor(),
+        cronjob::descriptor(),
         replicaset::descriptor(),
         replicaset::replication_descriptor(),
         garbagecollector::descriptor(),

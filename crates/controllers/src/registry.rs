@@ -26,6 +26,8 @@ pub struct ControllerContext<'a> {
 pub struct ControllerManagerOptions {
     /// `deployment-controller`.
     pub deployment: crate::deployment::DeploymentControllerOptions,
+    /// `cronjob-controller`.
+    pub cronjob: crate::cronjob::CronJobControllerOptions,
     /// `replicaset-controller`.
     pub replicaset: crate::replicaset::ReplicaSetControllerOptions,
     /// `replicationcontroller-controller`.

@@ -1,0 +1,286 @@
+//! The CronJob controller: kube-controller-manager's `cronjob` controller (upstream
+//! `pkg/controller/cronjob`, the v2 controller).
+//!
+//! A CronJob creates a Job from its `jobTemplate` at each time its `schedule` names
+//! (standard cron, `@hourly`-style descriptors and `@every`; in `spec.timeZone` or
+//! UTC; see [`apimachinery::cron`]). Each sync ([`sync`]):
+//!
+//! 1. deletes the oldest finished Jobs beyond `successfulJobsHistoryLimit` and
+//!    `failedJobsHistoryLimit`;
+//! 2. reconciles `status.active` with the Jobs whose controller reference names the
+//!    CronJob: finished Jobs leave it (`SawCompletedJob`, `lastSuccessfulTime`), Jobs that
+//!    vanished leave it after a live check (`MissingJob`), running Jobs the controller
+//!    did not start are reported (`UnexpectedJob`, as `kubectl create job --from=cronjob/x`
+//!    does);
+//! 3. unless the CronJob is being deleted or suspended, finds the most recent scheduled
+//!    time not yet run (only that one: earlier missed runs are dropped; more than a
+//!    hundred missed is the `TooManyMissedTimes` warning; `startingDeadlineSeconds`
+//!    bounds how far back it looks) and, as `concurrencyPolicy` says (`Allow`,
+//!    `Forbid`: not while a Job is active, `Replace`: delete the active ones first),
+//!    creates the Job `<cronjob>-<scheduled minutes since the epoch>` with the
+//!    `batch.kubernetes.io/cronjob-scheduled-timestamp` annotation, records it in
+//!    `status.active` and `status.lastScheduleTime`;
+//! 4. asks to run again at the next scheduled time (plus 100 ms): there is no polling.
+//!
+//! Events are recorded as `cronjob-controller` with upstream's reasons and messages.
+//! An update that changes the schedule or the zone wakes the CronJob at its next
+//! scheduled time; an unparseable new schedule is reported (`UnParseableCronJobSchedule`)
+//! and waits for the next change.
+
+pub mod metrics;
+pub mod sync;
+pub mod utils;
+
+#[cfg(test)]
+mod sync_tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coxswain_runtime::builder::ControllerBuilder;
+use coxswain_runtime::cache::Store;
+use coxswain_runtime::client::Client;
+use coxswain_runtime::controller::{
+    Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
+};
+use coxswain_runtime::controllerutil::get_controller_of;
+use coxswain_runtime::events::{object_reference, EventRecorder};
+use coxswain_runtime::handler::{Funcs, Requests};
+use coxswain_runtime::manager::Manager;
+use coxswain_runtime::ObjectKey;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{DeleteParams, PostParams};
+use kube::Api;
+
+use sync::{cleanup_finished_jobs, jobs_to_be_reconciled, sync_cron_job, CronJobControl};
+use utils::{format_schedule, next_schedule_time_duration, spec, CronEvent};
+
+/// The controller's name (queue, logs, metrics).
+pub const CONTROLLER_NAME: &str = "cronjob";
+/// The reporting component of its events.
+pub const EVENT_SOURCE: &str = "cronjob-controller";
+
+/// The CronJob controller's options (upstream `CronJobControllerConfiguration`).
+#[derive(Clone, Debug)]
+pub struct CronJobControllerOptions {
+    /// CronJobs synced at once (`--concurrent-cron-job-syncs`, 5).
+    pub concurrent_cron_job_syncs: usize,
+}
+
+impl Default for CronJobControllerOptions {
+    fn default() -> Self {
+        CronJobControllerOptions {
+            concurrent_cron_job_syncs: 5,
+        }
+    }
+}
+
+/// The registry entry: `cronjob-controller`, alias `cronjob`.
+pub fn descriptor() -> crate::registry::Descriptor {
+    crate::registry::Descriptor {
+        name: "cronjob-controller",
+        aliases: &["cronjob"],
+        disabled_by_default: false,
+        constructor: |ctx| {
+            let workers = ctx.options.cronjob.concurrent_cron_job_syncs;
+            Ok(Some(Box::new(cronjob_controller(ctx.manager, workers))))
+        },
+    }
+}
+
+/// A requeue delay as the queue takes it (a due run: at once).
+fn delay(d: SignedDuration) -> Duration {
+    Duration::try_from(d).unwrap_or(Duration::ZERO)
+}
+
+/// The CronJob a Job's controller reference points to, if it exists with that UID
+/// (upstream `resolveControllerRef`).
+fn resolve_controller_ref(
+    cronjobs: &Arc<Store<CronJob>>,
+    namespace: Option<&str>,
+    r: &OwnerReference,
+) -> Option<ObjectKey> {
+    if r.kind != "CronJob" {
+        return None;
+    }
+    let key = ObjectKey::from_parts(namespace, &r.name);
+    let cj = cronjobs.get(&key)?;
+    (cj.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+}
+
+fn enqueue_owner(cronjobs: &Arc<Store<CronJob>>, job: &Job, q: &Requests<'_, ObjectKey>) {
+    if let Some(r) = get_controller_of(&job.metadata) {
+        if let Some(key) = resolve_controller_ref(cronjobs, job.metadata.namespace.as_deref(), r) {
+            q.add(key);
+        }
+    }
+}
+
+/// Job changes wake their controlling CronJob (upstream `addJob`, `updateJob`,
+/// `deleteJob`).
+fn job_handler(cronjobs: Arc<Store<CronJob>>) -> Funcs<Job> {
+    let (on_add, on_update, on_delete) = (cronjobs.clone(), cronjobs.clone(), cronjobs);
+    Funcs::new()
+        .on_add(move |job, q| enqueue_owner(&on_add, job, q))
+        .on_update(move |old, new, q| {
+            if old.metadata.resource_version == new.metadata.resource_version {
+                return;
+            }
+            let (old_ref, new_ref) = (
+                get_controller_of(&old.metadata),
+                get_controller_of(&new.metadata),
+            );
+            if old_ref != new_ref && old_ref.is_some() {
+                enqueue_owner(&on_update, old, q);
+            }
+            enqueue_owner(&on_update, new, q);
+        })
+        .on_delete(move |job, q| enqueue_owner(&on_delete, job, q))
+}
+
+/// CronJob changes (upstream `addCronJob`, `updateCronJob`, `deleteCronJob`): a new
+/// schedule or zone wakes the CronJob at its next scheduled time, any other change at
+/// once.
+fn cronjob_handler(recorder: EventRecorder) -> Funcs<CronJob> {
+    Funcs::new()
+        .on_add(|cj, q| q.add(ObjectKey::of(cj)))
+        .on_delete(|cj, q| q.add(ObjectKey::of(cj)))
+        .on_update(move |old, new, q| {
+            let (o, n) = (spec(old), spec(new));
+            if o.schedule == n.schedule && o.time_zone == n.time_zone {
+                q.add(ObjectKey::of(new));
+                return;
+            }
+            match apimachinery::cron::parse_standard(&format_schedule(new, None)) {
+                Ok(sched) => {
+                    let d = next_schedule_time_duration(new, Timestamp::now(), &sched);
+                    q.add_after(ObjectKey::of(new), delay(d));
+                }
+                Err(e) => {
+                    tracing::debug!(cronjob = ?new.metadata.name, error = %e, "unparseable schedule");
+                    recorder.event(
+                        &object_reference(new),
+                        None,
+                        coxswain_runtime::events::EventType::Warning,
+                        "UnParseableCronJobSchedule",
+                        "Sync",
+                        &format!("unparseable schedule for cronjob: {}", n.schedule),
+                    );
+                }
+            }
+        })
+}
+
+/// The CronJob controller, ready to be added to `mgr`: reconciles CronJobs with
+/// `workers` workers, woken by their Jobs and at their scheduled times.
+pub fn cronjob_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+    let cache = mgr.cache();
+    let cronjobs = cache.informer::<CronJob>().store().clone();
+    let jobs = cache.informer::<Job>().store().clone();
+    let recorder = mgr.event_recorder(EVENT_SOURCE);
+    let reconciler = CronJobReconciler {
+        cronjobs: cronjobs.clone(),
+        jobs,
+        client: Client::new(cache.clone()),
+        control: LiveControl {
+            client: mgr.kube_client().clone(),
+        },
+        recorder: recorder.clone(),
+    };
+    ControllerBuilder::new(cache)
+        .named(CONTROLLER_NAME)
+        .with_options(ControllerOptions::workers(workers.max(1)))
+        .for_with::<CronJob>(cronjob_handler(recorder))
+        .watches_with::<Job>(job_handler(cronjobs), Vec::new())
+        .build(reconciler)
+}
+
+/// The API calls against the server (upstream `realJobControl`, `realCJControl`).
+#[derive(Clone)]
+pub struct LiveControl {
+    client: kube::Client,
+}
+
+impl CronJobControl for LiveControl {
+    async fn get_cron_job(&self, namespace: &str, name: &str) -> Result<CronJob, kube::Error> {
+        Api::<CronJob>::namespaced(self.client.clone(), namespace)
+            .get(name)
+            .await
+    }
+
+    async fn get_job(&self, namespace: &str, name: &str) -> Result<Job, kube::Error> {
+        Api::<Job>::namespaced(self.client.clone(), namespace)
+            .get(name)
+            .await
+    }
+
+    async fn create_job(&self, namespace: &str, job: &Job) -> Result<Job, kube::Error> {
+        Api::<Job>::namespaced(self.client.clone(), namespace)
+            .create(&PostParams::default(), job)
+            .await
+    }
+
+    async fn delete_job(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
+        Api::<Job>::namespaced(self.client.clone(), namespace)
+            .delete(name, &DeleteParams::background())
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Reconciles one CronJob (upstream `ControllerV2.sync`).
+pub struct CronJobReconciler<C = LiveControl> {
+    cronjobs: Arc<Store<CronJob>>,
+    jobs: Arc<Store<Job>>,
+    client: Client,
+    control: C,
+    recorder: EventRecorder,
+}
+
+impl<C: CronJobControl + 'static> Reconciler for CronJobReconciler<C> {
+    async fn reconcile(&self, _ctx: Context, key: ObjectKey) -> ReconcileResult {
+        let Some(cj) = self.cronjobs.get(&key) else {
+            return Ok(Action::Done);
+        };
+        let namespace = cj.metadata.namespace.clone().unwrap_or_default();
+        let all = self.jobs.list_namespace(&namespace);
+        let jobs = jobs_to_be_reconciled(&cj, all.iter().map(|j| j.as_ref()));
+        let mut copy = (*cj).clone();
+        let mut events: Vec<CronEvent> = Vec::new();
+        let cleaned = cleanup_finished_jobs(&mut copy, &jobs, &self.control, &mut events).await;
+        let outcome = sync_cron_job(
+            &mut copy,
+            &jobs,
+            Timestamp::now(),
+            &self.control,
+            &mut events,
+        )
+        .await;
+        for e in &events {
+            self.recorder.event(
+                &object_reference(&*cj),
+                None,
+                e.type_,
+                e.reason,
+                "Sync",
+                &e.message,
+            );
+        }
+        if let Some(err) = &outcome.error {
+            tracing::warn!(cronjob = %key, error = %err, "syncing the cronjob");
+        }
+        if cleaned || outcome.update_status {
+            self.client
+                .update_status(&copy)
+                .await
+                .map_err(|e| ReconcileError::from(e).context("updating the cronjob status"))?;
+        }
+        match (outcome.requeue_after, outcome.error) {
+            (Some(d), _) => Ok(Action::RequeueAfter(delay(d))),
+            (None, Some(e)) => Err(ReconcileError::from(e)),
+            (None, None) => Ok(Action::Done),
+        }
+    }
+}
