@@ -3,6 +3,7 @@
 //! the build small and fast.
 
 mod common;
+mod cronjob;
 mod deployment;
 mod gc;
 mod namespace;
