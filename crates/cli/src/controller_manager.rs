@@ -58,6 +58,10 @@ pub struct Args {
     /// The number of cron job objects that are allowed to sync concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_cron_job_syncs: usize,
+    /// The number of ttl-after-finished-controller workers that are allowed to sync
+    /// concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_ttl_after_finished_syncs: usize,
     /// Garbage collector workers (per queue).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -116,6 +120,7 @@ impl Args {
         o.replicaset.concurrent_rs_syncs = self.concurrent_replicaset_syncs;
         o.replication_controller.concurrent_rc_syncs = self.concurrent_rc_syncs;
         o.cronjob.concurrent_cron_job_syncs = self.concurrent_cron_job_syncs;
+        o.ttl_after_finished.concurrent_ttl_syncs = self.concurrent_ttl_after_finished_syncs;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

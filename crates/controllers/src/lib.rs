@@ -25,6 +25,7 @@ pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod ttlafterfinished;
 
 use registry::Registry;
 
@@ -34,6 +35,7 @@ pub fn builtin() -> Registry {
     Registry::new(vec![
         deployment::descriptor(),
         cronjob::descriptor(),
+        ttlafterfinished::descriptor(),
         replicaset::descriptor(),
         replicaset::replication_descriptor(),
         garbagecollector::descriptor(),

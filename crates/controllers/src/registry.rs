@@ -28,6 +28,8 @@ pub struct ControllerManagerOptions {
     pub deployment: crate::deployment::DeploymentControllerOptions,
     /// `cronjob-controller`.
     pub cronjob: crate::cronjob::CronJobControllerOptions,
+    /// `ttl-after-finished-controller`.
+    pub ttl_after_finished: crate::ttlafterfinished::TtlAfterFinishedControllerOptions,
     /// `replicaset-controller`.
     pub replicaset: crate::replicaset::ReplicaSetControllerOptions,
     /// `replicationcontroller-controller`.

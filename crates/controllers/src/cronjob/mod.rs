@@ -84,7 +84,11 @@ pub fn descriptor() -> crate::registry::Descriptor {
         aliases: &["cronjob"],
         disabled_by_default: false,
         constructor: |ctx| {
-            let workers = ctx.options.cronjob.concurrent_cron_job_syncs;
+            // upstream: 0 means the default
+            let workers = match ctx.options.cronjob.concurrent_cron_job_syncs {
+                0 => CronJobControllerOptions::default().concurrent_cron_job_syncs,
+                n => n,
+            };
             Ok(Some(Box::new(cronjob_controller(ctx.manager, workers))))
         },
     }

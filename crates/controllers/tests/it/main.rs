@@ -9,3 +9,4 @@ mod gc;
 mod namespace;
 mod replicaset;
 mod small;
+mod ttl;
