@@ -62,6 +62,11 @@ pub struct Args {
     /// concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_ttl_after_finished_syncs: usize,
+    /// Number of terminated pods that can exist before the terminated pod garbage
+    /// collector starts deleting terminated pods. If <= 0, the terminated pod garbage
+    /// collector is disabled.
+    #[arg(long, default_value_t = 12500, allow_negative_numbers = true)]
+    terminated_pod_gc_threshold: i32,
     /// Garbage collector workers (per queue).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
@@ -121,6 +126,7 @@ impl Args {
         o.replication_controller.concurrent_rc_syncs = self.concurrent_rc_syncs;
         o.cronjob.concurrent_cron_job_syncs = self.concurrent_cron_job_syncs;
         o.ttl_after_finished.concurrent_ttl_syncs = self.concurrent_ttl_after_finished_syncs;
+        o.podgc.terminated_pod_gc_threshold = self.terminated_pod_gc_threshold;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

@@ -21,6 +21,7 @@ pub mod cronjob;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod podgc;
 pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
@@ -36,6 +37,7 @@ pub fn builtin() -> Registry {
         deployment::descriptor(),
         cronjob::descriptor(),
         ttlafterfinished::descriptor(),
+        podgc::descriptor(),
         replicaset::descriptor(),
         replicaset::replication_descriptor(),
         garbagecollector::descriptor(),
@@ -57,5 +59,20 @@ mod tests {
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert!(names.contains(&"replicaset-controller"));
         assert!(!names.contains(&"replicationcontroller-controller"));
+        // the batch controllers are on by default, under upstream's names and aliases
+        for name in [
+            "cronjob-controller",
+            "ttl-after-finished-controller",
+            "pod-garbage-collector-controller",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
+        let flags = vec![
+            "cronjob".to_string(),
+            "ttl-after-finished".to_string(),
+            "podgc".to_string(),
+        ];
+        let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
     }
 }

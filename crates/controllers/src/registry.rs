@@ -30,6 +30,8 @@ pub struct ControllerManagerOptions {
     pub cronjob: crate::cronjob::CronJobControllerOptions,
     /// `ttl-after-finished-controller`.
     pub ttl_after_finished: crate::ttlafterfinished::TtlAfterFinishedControllerOptions,
+    /// `pod-garbage-collector-controller`.
+    pub podgc: crate::podgc::PodGcControllerOptions,
     /// `replicaset-controller`.
     pub replicaset: crate::replicaset::ReplicaSetControllerOptions,
     /// `replicationcontroller-controller`.

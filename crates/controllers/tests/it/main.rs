@@ -7,6 +7,7 @@ mod cronjob;
 mod deployment;
 mod gc;
 mod namespace;
+mod podgc;
 mod replicaset;
 mod small;
 mod ttl;

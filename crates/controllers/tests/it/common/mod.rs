@@ -29,13 +29,21 @@ pub struct Harness {
 impl Harness {
     /// Start a server and a manager with the controllers of `descriptors`.
     pub async fn start(descriptors: &[Descriptor]) -> Harness {
+        Self::start_with(descriptors, ControllerManagerOptions::default()).await
+    }
+
+    /// Start a server and a manager with the controllers of `descriptors` and these
+    /// options.
+    pub async fn start_with(
+        descriptors: &[Descriptor],
+        cm_options: ControllerManagerOptions,
+    ) -> Harness {
         let env = envtest::start().await.expect("test server");
         let options = ManagerOptions {
             metrics_bind_address: "0".into(),
             ..Default::default()
         };
         let mgr = Manager::new(env.kube_config().await.expect("config"), options).expect("manager");
-        let cm_options = ControllerManagerOptions::default();
         for d in descriptors {
             let ctx = ControllerContext {
                 manager: &mgr,
