@@ -281,4 +281,37 @@ mod tests {
         assert!(go_duration("5x").is_err());
         assert!(go_duration("").is_err());
     }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn options(flags: &[&str]) -> ControllerManagerOptions {
+        use clap::Parser;
+        let argv = std::iter::once("controller-manager").chain(flags.iter().copied());
+        Cli::try_parse_from(argv)
+            .expect("flags parse")
+            .args
+            .controller_options(None)
+    }
+
+    #[test]
+    fn batch_controller_flags() {
+        let o = options(&[]);
+        assert_eq!(o.cronjob.concurrent_cron_job_syncs, 5);
+        assert_eq!(o.ttl_after_finished.concurrent_ttl_syncs, 5);
+        assert_eq!(o.podgc.terminated_pod_gc_threshold, 12500);
+        let o = options(&[
+            "--concurrent-cron-job-syncs=7",
+            "--concurrent-ttl-after-finished-syncs",
+            "3",
+            "--terminated-pod-gc-threshold",
+            "-1",
+        ]);
+        assert_eq!(o.cronjob.concurrent_cron_job_syncs, 7);
+        assert_eq!(o.ttl_after_finished.concurrent_ttl_syncs, 3);
+        assert_eq!(o.podgc.terminated_pod_gc_threshold, -1);
+    }
 }

@@ -144,6 +144,34 @@ fn job_handler(cronjobs: Arc<Store<CronJob>>) -> Funcs<Job> {
         .on_delete(move |job, q| enqueue_owner(&on_delete, job, q))
 }
 
+/// What an update of a CronJob asks for (upstream `updateCronJob`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum UpdateAction {
+    /// Sync it now (a change other than the schedule or the zone).
+    Now,
+    /// Sync it at its next scheduled time, this long from now (the schedule or the
+    /// zone changed).
+    After(SignedDuration),
+    /// The new schedule does not parse: report it (`UnParseableCronJobSchedule`, with
+    /// this message) and wait for the next change.
+    Unparseable(String),
+}
+
+/// Upstream `updateCronJob`'s decision at `now`.
+pub fn update_action(old: &CronJob, new: &CronJob, now: Timestamp) -> UpdateAction {
+    let (o, n) = (spec(old), spec(new));
+    if o.schedule == n.schedule && o.time_zone == n.time_zone {
+        return UpdateAction::Now;
+    }
+    match apimachinery::cron::parse_standard(&format_schedule(new, None)) {
+        Ok(sched) => UpdateAction::After(next_schedule_time_duration(new, now, &sched)),
+        Err(e) => {
+            tracing::debug!(cronjob = ?new.metadata.name, error = %e, "unparseable schedule");
+            UpdateAction::Unparseable(format!("unparseable schedule for cronjob: {}", n.schedule))
+        }
+    }
+}
+
 /// CronJob changes (upstream `addCronJob`, `updateCronJob`, `deleteCronJob`): a new
 /// schedule or zone wakes the CronJob at its next scheduled time, any other change at
 /// once.
@@ -151,30 +179,20 @@ fn cronjob_handler(recorder: EventRecorder) -> Funcs<CronJob> {
     Funcs::new()
         .on_add(|cj, q| q.add(ObjectKey::of(cj)))
         .on_delete(|cj, q| q.add(ObjectKey::of(cj)))
-        .on_update(move |old, new, q| {
-            let (o, n) = (spec(old), spec(new));
-            if o.schedule == n.schedule && o.time_zone == n.time_zone {
-                q.add(ObjectKey::of(new));
-                return;
-            }
-            match apimachinery::cron::parse_standard(&format_schedule(new, None)) {
-                Ok(sched) => {
-                    let d = next_schedule_time_duration(new, Timestamp::now(), &sched);
-                    q.add_after(ObjectKey::of(new), delay(d));
-                }
-                Err(e) => {
-                    tracing::debug!(cronjob = ?new.metadata.name, error = %e, "unparseable schedule");
-                    recorder.event(
-                        &object_reference(new),
-                        None,
-                        coxswain_runtime::events::EventType::Warning,
-                        "UnParseableCronJobSchedule",
-                        "Sync",
-                        &format!("unparseable schedule for cronjob: {}", n.schedule),
-                    );
-                }
-            }
-        })
+        .on_update(
+            move |old, new, q| match update_action(old, new, Timestamp::now()) {
+                UpdateAction::Now => q.add(ObjectKey::of(new)),
+                UpdateAction::After(d) => q.add_after(ObjectKey::of(new), delay(d)),
+                UpdateAction::Unparseable(message) => recorder.event(
+                    &object_reference(new),
+                    None,
+                    coxswain_runtime::events::EventType::Warning,
+                    "UnParseableCronJobSchedule",
+                    "Sync",
+                    &message,
+                ),
+            },
+        )
 }
 
 /// The CronJob controller, ready to be added to `mgr`: reconciles CronJobs with
@@ -184,6 +202,8 @@ pub fn cronjob_controller(mgr: &Manager, workers: usize) -> Controller<impl Reco
     let cronjobs = cache.informer::<CronJob>().store().clone();
     let jobs = cache.informer::<Job>().store().clone();
     let recorder = mgr.event_recorder(EVENT_SOURCE);
+    // registered from the start, as upstream's
+    metrics::job_creation_skew();
     let reconciler = CronJobReconciler {
         cronjobs: cronjobs.clone(),
         jobs,

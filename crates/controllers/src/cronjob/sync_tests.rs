@@ -1066,3 +1066,63 @@ async fn job_already_exists_but_different_owner() {
     assert!(out.requeue_after.is_none());
     assert!(active(&cj).is_empty());
 }
+
+#[test]
+fn update_cron_job() {
+    // TestControllerV2UpdateCronJob (now 09:59:59)
+    use super::{update_action, UpdateAction};
+    let now = at("09:59:59");
+    let with = |schedule: &str, tz: Option<&str>, label: &str| {
+        let mut cj = cronjob(schedule, "Allow");
+        cj.spec.time_zone = tz.map(String::from);
+        cj.status = Some(CronJobStatus {
+            last_schedule_time: Some(Time(at("09:59:00"))),
+            ..Default::default()
+        });
+        let meta = cj.spec.job_template.metadata.as_mut().unwrap();
+        meta.labels = Some([("a".to_string(), label.to_string())].into());
+        cj
+    };
+    let delta = |s: i64| UpdateAction::After(secs(s) + NEXT_SCHEDULE_DELTA);
+    let cases = [
+        (
+            "spec.template changed",
+            with(ON_THE_HOUR, None, "b"),
+            with(ON_THE_HOUR, None, "foo"),
+            UpdateAction::Now,
+        ),
+        (
+            "spec.schedule changed",
+            with("30 * * * *", None, "b"),
+            with("*/1 * * * *", None, "b"),
+            delta(1),
+        ),
+        (
+            "spec.schedule with @every changed - cadence decrease",
+            with("@every 1m", None, "b"),
+            with("@every 3m", None, "b"),
+            delta(2 * MIN + 1),
+        ),
+        (
+            "spec.schedule with @every changed - cadence increase",
+            with("@every 3m", None, "b"),
+            with("@every 1m", None, "b"),
+            delta(1),
+        ),
+        (
+            "spec.timeZone not changed",
+            with(ON_THE_HOUR, Some(NEW_YORK), "b"),
+            with(ON_THE_HOUR, Some(NEW_YORK), "foo"),
+            UpdateAction::Now,
+        ),
+        (
+            "spec.timeZone changed",
+            with(ON_THE_HOUR, Some(NEW_YORK), "b"),
+            with("", None, "b"),
+            UpdateAction::Unparseable("unparseable schedule for cronjob: ".into()),
+        ),
+    ];
+    for (name, old, new, expected) in cases {
+        assert_eq!(update_action(&old, &new, now), expected, "{name}");
+    }
+}

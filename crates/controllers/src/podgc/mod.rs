@@ -477,6 +477,8 @@ pub fn podgc_controller(
     options: &PodGcControllerOptions,
 ) -> impl coxswain_runtime::manager::Runnable {
     let cache = mgr.cache().clone();
+    // registered from the start, as upstream's
+    metrics();
     let pods = cache.informer::<Pod>();
     let nodes = cache.informer::<Node>();
     let control = LiveControl {

@@ -190,6 +190,8 @@ fn job_handler() -> Funcs<Job> {
 /// The TTL-after-finished controller, ready to be added to `mgr`.
 pub fn ttl_after_finished_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
+    // registered from the start, as upstream's
+    deletion_duration();
     let reconciler = TtlReconciler {
         jobs: cache.informer::<Job>().store().clone(),
         client: mgr.kube_client().clone(),
