@@ -112,7 +112,7 @@ pub enum Schedule {
     Every(ConstantDelay),
 }
 
-/// A schedule of fields: a bit per allowed value, [`STAR_BIT`] for an unrestricted field.
+/// A schedule of fields: a bit per allowed value, the star bit for an unrestricted field.
 #[derive(Clone, Debug)]
 pub struct SpecSchedule {
     second: u64,
