@@ -60,6 +60,11 @@ def test_controllers_flag_selects_what_runs(server):
         assert "[+]replicaset-controller ok" in health
         assert "deployment-controller" not in health
         assert get(url, "/healthz/replicaset-controller").text == "ok"
+        # the batch controllers run by default, under upstream's names
+        for name in ("cronjob-controller", "ttl-after-finished-controller",
+                     "pod-garbage-collector-controller"):
+            assert f"{name} enabled" in listing
+            assert f"[+]{name} ok" in health
     finally:
         stop_process(proc)
 
