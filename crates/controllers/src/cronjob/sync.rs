@@ -222,6 +222,10 @@ pub async fn sync_cron_job(
                 Err(e) => return SyncOutcome::stop(update_status, Some(e.into())),
             };
             if in_active_list(&fresh, uid) {
+                // the cache lags: go on with the server's copy. Upstream swaps a local
+                // pointer only, so what it writes back is the cache's copy without the
+                // changes made after this point; here the fresh copy (with its newer
+                // resourceVersion) is what gets written, changes included.
                 *cj = fresh;
                 continue;
             }
