@@ -70,6 +70,9 @@ pub struct Args {
     /// Garbage collector workers (per queue).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
+    /// Jobs synced concurrently (and orphan pods of Jobs handled concurrently).
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
     /// Namespaces deleted concurrently.
     #[arg(long, default_value_t = 10)]
     concurrent_namespace_syncs: usize,
@@ -130,6 +133,7 @@ impl Args {
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;
+        o.job.concurrent_job_syncs = self.concurrent_job_syncs;
         o.namespace.namespace_sync_period = self.namespace_sync_period;
         o.service_account.concurrent_serviceaccount_syncs = self.concurrent_serviceaccount_syncs;
         o.service_account.root_ca = root_ca;
@@ -313,5 +317,31 @@ mod tests {
         assert_eq!(o.cronjob.concurrent_cron_job_syncs, 7);
         assert_eq!(o.ttl_after_finished.concurrent_ttl_syncs, 3);
         assert_eq!(o.podgc.terminated_pod_gc_threshold, -1);
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn concurrent_job_syncs_reaches_the_job_controller() {
+        let cli = Cli::parse_from(["kcm"]);
+        assert_eq!(
+            cli.args.controller_options(None).job.concurrent_job_syncs,
+            5
+        );
+        let cli = Cli::parse_from(["kcm", "--concurrent-job-syncs", "7"]);
+        assert_eq!(
+            cli.args.controller_options(None).job.concurrent_job_syncs,
+            7
+        );
     }
 }

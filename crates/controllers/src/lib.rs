@@ -20,6 +20,7 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod deployment;
 pub mod garbagecollector;
+pub mod job;
 pub mod namespace;
 pub mod podgc;
 pub mod registry;
@@ -45,6 +46,7 @@ pub fn builtin() -> Registry {
         serviceaccount::descriptor(),
         rootcacertpublisher::descriptor(),
         clusterroleaggregation::descriptor(),
+        job::descriptor(),
     ])
 }
 

@@ -40,6 +40,8 @@ pub struct ControllerManagerOptions {
     pub garbage_collector: crate::garbagecollector::GarbageCollectorOptions,
     /// `namespace-controller`.
     pub namespace: crate::namespace::NamespaceControllerOptions,
+    /// `job-controller`.
+    pub job: crate::job::JobControllerOptions,
     /// `serviceaccount-controller` and the root CA publisher (upstream's
     /// `SAControllerConfiguration`).
     pub service_account: crate::serviceaccount::ServiceAccountControllerOptions,

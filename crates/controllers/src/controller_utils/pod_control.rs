@@ -171,8 +171,34 @@ impl PodControl {
         parent_name: &str,
         controller_ref: &OwnerReference,
     ) -> Result<Pod, PodControlError> {
+        self.create_pod_with_generate_name(
+            namespace,
+            template,
+            controller,
+            parent_name,
+            controller_ref,
+            "",
+        )
+        .await
+    }
+
+    /// [`PodControl::create_pod`] with `generate_name` as the name prefix instead of
+    /// `<parent_name>-` when it is not empty (upstream `CreatePodsWithGenerateName`; the
+    /// Job controller names the pods of an index `<job>-<index>-`).
+    pub async fn create_pod_with_generate_name(
+        &self,
+        namespace: &str,
+        template: &PodTemplateSpec,
+        controller: &ObjectReference,
+        parent_name: &str,
+        controller_ref: &OwnerReference,
+        generate_name: &str,
+    ) -> Result<Pod, PodControlError> {
         validate_controller_ref(controller_ref).map_err(PodControlError::Invalid)?;
         let mut pod = get_pod_from_template(template, parent_name, Some(controller_ref.clone()));
+        if !generate_name.is_empty() {
+            pod.metadata.generate_name = Some(generate_name.to_string());
+        }
         if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
             return Err(PodControlError::Invalid(
                 "unable to create pods, no labels".into(),

@@ -248,6 +248,46 @@ pub fn sort_active_pods_with_ranks(
     s.pods
 }
 
+/// Whether `a` should be deleted before `b` by upstream's plain `ActivePods` order (the
+/// Job controller's): rules 1, 2, 3, 6, 7 and 8 above without ranks, deletion costs or
+/// logarithmic time buckets.
+pub fn active_pods_less(a: &Pod, b: &Pod) -> bool {
+    let (na, nb) = (node_name(a), node_name(b));
+    if na != nb && (na.is_empty() || nb.is_empty()) {
+        return na.is_empty();
+    }
+    let (pa, pb) = (phase_ordinal(a), phase_ordinal(b));
+    if pa != pb {
+        return pa < pb;
+    }
+    let (ra, rb) = (is_pod_ready(a), is_pod_ready(b));
+    if ra != rb {
+        return !ra;
+    }
+    if ra && rb {
+        let (ta, tb) = (pod_ready_time(a), pod_ready_time(b));
+        if ta != tb {
+            return after_or_zero(ta, tb);
+        }
+    }
+    let (sa, sb) = (max_container_restarts(a), max_container_restarts(b));
+    if sa != sb {
+        return sa > sb;
+    }
+    let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let (ca, cb) = (created(a), created(b));
+    ca != cb && after_or_zero(ca, cb)
+}
+
+/// `pods` in upstream's `ActivePods` order (see [`active_pods_less`]); stable.
+pub fn sort_active_pods(pods: &mut [Arc<Pod>]) {
+    let order = merge_sort((0..pods.len()).collect(), &|i, j| {
+        active_pods_less(&pods[i], &pods[j])
+    });
+    let sorted: Vec<Arc<Pod>> = order.into_iter().map(|i| pods[i].clone()).collect();
+    pods.clone_from_slice(&sorted);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,5 +659,76 @@ mod tests {
         s.sort();
         assert_eq!(s.pods[0].metadata.name.as_deref(), Some("b"));
         assert_eq!(s.ranks, [3, 1]);
+    }
+
+    // Upstream TestSortingActivePods (pkg/controller/controller_utils_test.go): every
+    // shuffle sorts back to the order below, first to delete first.
+    #[test]
+    fn sorting_active_pods() {
+        let now = Timestamp::now();
+        let then = now.checked_sub(SignedDuration::from_hours(24 * 31)).ok();
+        let (now_t, zero) = (Some(now), None);
+        let want = vec![
+            pod("unscheduled", "", "Pending", false, 0, zero, zero, None),
+            pod("pending", "node", "Pending", false, 0, zero, zero, None),
+            pod("unknown", "node", "Unknown", false, 0, zero, zero, None),
+            pod("not-ready", "node", "Running", false, 0, zero, zero, None),
+            pod("ready-no-ltt", "node", "Running", true, 0, zero, zero, None),
+            pod(
+                "ready-now-restarts",
+                "node",
+                "Running",
+                true,
+                9001,
+                now_t,
+                now_t,
+                None,
+            ),
+            pod("ready-now", "node", "Running", true, 0, now_t, now_t, None),
+            pod(
+                "ready-now-created-then",
+                "node",
+                "Running",
+                true,
+                0,
+                now_t,
+                then,
+                None,
+            ),
+            pod("ready-then", "node", "Running", true, 0, then, then, None),
+        ];
+        let names = |v: &[Arc<Pod>]| -> Vec<String> {
+            v.iter()
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect()
+        };
+        for shift in 0..want.len() {
+            for reverse in [false, true] {
+                let mut input = want.clone();
+                input.rotate_left(shift);
+                if reverse {
+                    input.reverse();
+                }
+                sort_active_pods(&mut input);
+                assert_eq!(
+                    names(&input),
+                    names(&want),
+                    "shift {shift} reverse {reverse}"
+                );
+            }
+        }
+        // deletion costs play no part in the plain order
+        let cheap = pod(
+            "cheap",
+            "node",
+            "Running",
+            false,
+            0,
+            zero,
+            zero,
+            Some("-100"),
+        );
+        let dear = pod("dear", "node", "Running", false, 0, zero, zero, Some("100"));
+        assert!(!active_pods_less(&cheap, &dear) && !active_pods_less(&dear, &cheap));
     }
 }

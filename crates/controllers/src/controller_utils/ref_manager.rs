@@ -109,7 +109,17 @@ pub fn claim_action(
 /// The strategic merge patch that makes `controller` the controller of the child with
 /// UID `child_uid` (upstream `ownerRefControllerPatch`).
 pub fn adopt_patch(controller: &ControllerIdentity, child_uid: &str) -> serde_json::Value {
-    json!({"metadata": {
+    adopt_patch_with_finalizers(controller, child_uid, &[])
+}
+
+/// [`adopt_patch`] that also adds `finalizers` to the child (the Job controller's
+/// tracking finalizer; upstream `ownerRefControllerPatch` with finalizers).
+pub fn adopt_patch_with_finalizers(
+    controller: &ControllerIdentity,
+    child_uid: &str,
+    finalizers: &[&str],
+) -> serde_json::Value {
+    let mut patch = json!({"metadata": {
         "ownerReferences": [{
             "apiVersion": controller.api_version,
             "kind": controller.kind,
@@ -119,7 +129,11 @@ pub fn adopt_patch(controller: &ControllerIdentity, child_uid: &str) -> serde_js
             "blockOwnerDeletion": true,
         }],
         "uid": child_uid,
-    }})
+    }});
+    if !finalizers.is_empty() {
+        patch["metadata"]["finalizers"] = json!(finalizers);
+    }
+    patch
 }
 
 /// The strategic merge patch that removes the owner reference to `owner_uid` from the
@@ -166,6 +180,25 @@ where
     A: FnOnce() -> AF,
     AF: Future<Output = Result<(), String>>,
 {
+    claim_pods_with_finalizers(controller, pods, matches, patch, can_adopt, &[]).await
+}
+
+/// [`claim_pods`] whose adoptions also add `finalizers` to the adopted pods (upstream
+/// `NewPodControllerRefManager` with finalizers).
+pub async fn claim_pods_with_finalizers<P, PF, A, AF>(
+    controller: &ControllerIdentity,
+    pods: Vec<Arc<Pod>>,
+    matches: impl Fn(&Pod) -> bool,
+    patch: P,
+    can_adopt: A,
+    finalizers: &[&str],
+) -> Result<Vec<Arc<Pod>>, ClaimError>
+where
+    P: Fn(Arc<Pod>, serde_json::Value) -> PF,
+    PF: Future<Output = Result<(), kube::Error>>,
+    A: FnOnce() -> AF,
+    AF: Future<Output = Result<(), String>>,
+{
     let mut claimed = Vec::new();
     let mut errors = Vec::new();
     let mut can_adopt = Some(can_adopt);
@@ -195,7 +228,12 @@ where
                     continue;
                 }
                 let what = describe(&pod);
-                match patch(pod.clone(), adopt_patch(controller, &uid)).await {
+                match patch(
+                    pod.clone(),
+                    adopt_patch_with_finalizers(controller, &uid, finalizers),
+                )
+                .await
+                {
                     Ok(()) => {
                         tracing::debug!(controller = %controller.name, "adopted {what}");
                         claimed.push(pod);
