@@ -6,6 +6,7 @@ mod common;
 mod cronjob;
 mod deployment;
 mod gc;
+mod job;
 mod namespace;
 mod podgc;
 mod replicaset;
