@@ -23,6 +23,10 @@ pub const FAIL: &str = "sim.coxswain.dev/fail";
 /// How long containers run before [`FAIL`] or [`CRASH_LOOP`] makes them exit (default
 /// [`crate::SimConfig::job_pod_run_duration`]).
 pub const FAIL_AFTER: &str = "sim.coxswain.dev/fail-after";
+/// Completion indexes (`"1,3-5"`): with [`FAIL`] or [`CRASH_LOOP`], only the pods of a
+/// Job with one of these `batch.kubernetes.io/job-completion-index` values fail; the
+/// others run as without those annotations, so one index of an Indexed Job can fail.
+pub const FAIL_INDEXES: &str = "sim.coxswain.dev/fail-indexes";
 /// `"true"`: containers exit with code 1 after [`FAIL_AFTER`], every time they run.
 pub const CRASH_LOOP: &str = "sim.coxswain.dev/crash-loop";
 /// `"true"`: containers ignore SIGTERM, so deleting the pod takes its whole grace
@@ -60,6 +64,22 @@ fn flag(value: &str) -> Result<bool, String> {
         "false" => Ok(false),
         other => Err(format!("want \"true\" or \"false\", got {other:?}")),
     }
+}
+
+/// The indexes of a list such as `"1,3-5"`.
+fn indexes(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    let bad = || format!("want completion indexes such as \"1,3-5\", got {value:?}");
+    value
+        .split(',')
+        .map(|part| {
+            let mut ends = part.trim().splitn(2, '-').map(|n| n.trim().parse::<u64>());
+            match (ends.next(), ends.next()) {
+                (Some(Ok(a)), None) => Ok((a, a)),
+                (Some(Ok(a)), Some(Ok(b))) if a <= b => Ok((a, b)),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
 }
 
 fn duration(value: &str) -> Result<Duration, String> {
@@ -118,9 +138,19 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
         get(START_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
     let complete_after =
         get(COMPLETE_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
-    let fail = get(FAIL, &code).and_then(|v| v.trim().parse::<i32>().ok());
+    let mut fail = get(FAIL, &code).and_then(|v| v.trim().parse::<i32>().ok());
     let fail_after = get(FAIL_AFTER, &dur).and_then(|v| apimachinery::duration::parse_std(&v).ok());
-    let crash_loop = get(CRASH_LOOP, &flg).is_some_and(|v| v.trim() == "true");
+    let mut crash_loop = get(CRASH_LOOP, &flg).is_some_and(|v| v.trim() == "true");
+    let ixs = |v: &str| indexes(v).map(|_| ());
+    if let Some(list) = get(FAIL_INDEXES, &ixs).and_then(|v| indexes(&v).ok()) {
+        let index = ann
+            .get("batch.kubernetes.io/job-completion-index")
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if !index.is_some_and(|i| list.iter().any(|&(a, b)| a <= i && i <= b)) {
+            fail = None;
+            crash_loop = false;
+        }
+    }
     let ignore_sigterm = get(IGNORE_SIGTERM, &flg).is_some_and(|v| v.trim() == "true");
     let run = fail_after.unwrap_or(defaults.run_duration);
     let exit = if let Some(code) = fail {
@@ -148,6 +178,7 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
             COMPLETE_AFTER,
             FAIL,
             FAIL_AFTER,
+            FAIL_INDEXES,
             CRASH_LOOP,
             IGNORE_SIGTERM,
         ];
@@ -188,6 +219,26 @@ mod tests {
         ready_after: Duration::from_secs(2),
         run_duration: Duration::from_secs(1),
     };
+
+    #[test]
+    fn fail_indexes_pick_the_failing_pods_of_an_indexed_job() {
+        let of = |ix: Option<&str>, list: &str| {
+            let mut ann = vec![(FAIL, "3"), (FAIL_INDEXES, list)];
+            if let Some(ix) = ix {
+                ann.push(("batch.kubernetes.io/job-completion-index", ix));
+            }
+            behaviour_of(&pod(&ann), D)
+        };
+        let fails = |ix: Option<&str>, list: &str| of(ix, list).0.exit.is_some_and(|e| e.code == 3);
+        assert!(fails(Some("1"), "1"));
+        assert!(fails(Some("4"), "1,3-5"));
+        assert!(!fails(Some("2"), "1,3-5"));
+        assert!(!fails(Some("6"), "1,3-5"));
+        assert!(!fails(None, "1"));
+        let (b, problems) = of(Some("1"), "x-2");
+        assert_eq!(b.exit.map(|e| e.code), Some(3), "a bad list is ignored");
+        assert_eq!(problems.len(), 1);
+    }
 
     #[test]
     fn annotations_choose_the_behaviour() {

@@ -43,6 +43,7 @@
 //! | `sim.coxswain.dev/start-after` | duration | the pod stays `Pending` (`ContainerCreating`) this long |
 //! | `sim.coxswain.dev/complete-after` | duration | containers exit 0 this long after they start |
 //! | `sim.coxswain.dev/fail` | exit code, not 0 | containers exit with that code after `fail-after` |
+//! | `sim.coxswain.dev/fail-indexes` | completion indexes (`1,3-5`) | `fail`/`crash-loop` apply only to Job pods of these indexes |
 //! | `sim.coxswain.dev/fail-after` | duration | run time before `fail`/`crash-loop` exits (default: the Job run duration) |
 //! | `sim.coxswain.dev/crash-loop` | `"true"` | containers exit 1 after `fail-after`, every time they run |
 //! | `sim.coxswain.dev/ignore-sigterm` | `"true"` | containers ignore SIGTERM: a deleted pod stays `Terminating` for its whole grace period, then its containers are killed (exit code 137, reason `Error`, phase `Failed`) |
