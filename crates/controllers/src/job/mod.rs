@@ -197,3 +197,18 @@ impl Runnable for JobController {
         .boxed()
     }
 }
+
+#[cfg(test)]
+mod descriptor_tests {
+    use super::*;
+
+    #[test]
+    fn registered_as_upstream_names_it() {
+        let d = descriptor();
+        assert_eq!(d.name, "job-controller");
+        assert_eq!(d.aliases, ["job"]);
+        assert!(!d.disabled_by_default);
+        assert!(crate::builtin().known().contains(&"job-controller"));
+        assert_eq!(JobControllerOptions::default().concurrent_job_syncs, 5);
+    }
+}
