@@ -1,0 +1,234 @@
+//! Jobs benchmark (not a test): 1,000 Jobs of 10 completions (parallelism 10) on the
+//! embedded API server, run to completion by the Job controller (kube-controller-manager
+//! with `--controllers=job`) in a child process; the pods are scheduled and run by the
+//! node simulator (100 nodes, pods exit 0 after a second) in the parent, next to the
+//! server. Prints the wall time until every Job is `Complete`, the controller manager's
+//! CPU seconds and its peak resident memory.
+//!
+//! Run: `cargo bench -p coxswain-controllers --bench jobs` (`BENCH_JOBS`,
+//! `BENCH_COMPLETIONS`, `BENCH_PARALLELISM`, `BENCH_NODES` change the 1,000, 10, 10 and
+//! 100).
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coxswain_runtime::cache::Change;
+use coxswain_runtime::manager::{Manager, ManagerOptions};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
+use kube::Api;
+use tokio_util::sync::CancellationToken;
+
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Child: the controller manager with only the Job controller until SIGTERM; then
+/// prints "STATS <cpu s> <peak KiB>".
+async fn child(kubeconfig: &str) {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let kube = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
+        controllers: vec!["job".to_string()],
+        leader_elect: false,
+        kube_api_qps: 0.0,
+        secure_port: 0,
+        min_resync_period: Duration::ZERO,
+        ..Default::default()
+    };
+    let registry = coxswain_controllers::builtin();
+    let cancel = coxswain_runtime::manager::shutdown_signal();
+    println!("READY");
+    let result =
+        coxswain_controllers::controller_manager::run(kube, &config, &registry, cancel, |_| {})
+            .await;
+    if let Err(e) = result {
+        eprintln!("controller manager: {e}");
+    }
+    println!(
+        "STATS {} {}",
+        coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN),
+        coxswain_runtime::metrics::process_status_kib("VmHWM:").unwrap_or(0)
+    );
+}
+
+fn job(name: &str, completions: usize, parallelism: usize) -> Job {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "completions": completions,
+            "parallelism": parallelism,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox:1.36"}],
+            }},
+        },
+    }))
+    .expect("job")
+}
+
+fn complete(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(pos) = args.iter().position(|a| a == "--child") {
+        child(&args[pos + 1]).await;
+        return;
+    }
+    let n = env_usize("BENCH_JOBS", 1000);
+    let completions = env_usize("BENCH_COMPLETIONS", 10);
+    let parallelism = env_usize("BENCH_PARALLELISM", 10);
+    let nodes = env_usize("BENCH_NODES", 100);
+    let env = coxswain_runtime::envtest::start().await.expect("server");
+    let cancel = CancellationToken::new();
+
+    // the simulator, and a watch on the Jobs that counts the complete ones
+    let mgr = Manager::new(
+        env.kube_config().await.expect("config"),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
+    let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig {
+        nodes,
+        ..Default::default()
+    })
+    .expect("simulator");
+    sim.add_to(&mgr).expect("simulator added");
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, mut rx) = tokio::sync::watch::channel(0usize);
+    {
+        let done = done.clone();
+        mgr.cache().informer::<Job>().add_handler(move |c| {
+            if let Change::Updated { old, new } = c {
+                if complete(new) && !complete(old) {
+                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    let _ = tx.send(d);
+                }
+            }
+        });
+    }
+    let c = cancel.clone();
+    let sim_task = tokio::spawn(async move { mgr.start(c).await });
+
+    let kubeconfig = env.server().kubeconfig.display().to_string();
+    let mut cm = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--child", &kubeconfig])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("controller manager child");
+    let (ltx, lrx) = std::sync::mpsc::channel();
+    let stdout = cm.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = ltx.send(line);
+        }
+    });
+    assert_eq!(lrx.recv().expect("child starts"), "READY");
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "bench"}})).expect("ns");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+    let api: Api<Job> = Api::namespaced(env.client.clone(), "bench");
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                api.create(
+                    &PostParams::default(),
+                    &job(&format!("j{i:04}"), completions, parallelism),
+                )
+                .await
+                .map(|_| ())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("create jobs");
+    let created = start.elapsed();
+    let finished = tokio::time::timeout(Duration::from_secs(1800), rx.wait_for(|d| *d >= n))
+        .await
+        .is_ok();
+    let took = start.elapsed();
+    let pid = cm.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let mut stats = String::new();
+    while let Ok(line) = lrx.recv_timeout(Duration::from_secs(60)) {
+        if let Some(s) = line.strip_prefix("STATS ") {
+            stats = s.to_string();
+            break;
+        }
+    }
+    let _ = cm.wait();
+    cancel.cancel();
+    let _ = sim_task.await;
+    let mut parts = stats.split_whitespace();
+    let cpu: f64 = parts
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    let peak_kib: f64 = parts
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    println!(
+        "{n} Jobs x {completions} completions (parallelism {parallelism}) on the embedded API \
+         server, {nodes} simulated nodes, 2 cores"
+    );
+    println!(
+        "  complete:                      {} of {n}{}",
+        done.load(Ordering::SeqCst),
+        if finished {
+            ""
+        } else {
+            " (gave up after 30 min)"
+        }
+    );
+    println!(
+        "  created in                     {:.2} s",
+        created.as_secs_f64()
+    );
+    println!(
+        "  all Complete in                {:.2} s",
+        took.as_secs_f64()
+    );
+    println!("  controller manager CPU         {cpu:.2} s");
+    println!(
+        "  controller manager peak RSS    {:.1} MiB",
+        peak_kib / 1024.0
+    );
+}
