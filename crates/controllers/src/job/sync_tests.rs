@@ -25,6 +25,7 @@ struct Calls {
     create_attempts: usize,
     deleted: Vec<String>,
     patched: Vec<String>,
+    patch_bodies: Vec<serde_json::Value>,
     statuses: Vec<JobStatus>,
     events: Vec<(String, String)>,
 }
@@ -92,10 +93,13 @@ impl Cluster for Fake {
             .push(pod.metadata.name.clone().unwrap_or_default());
         Ok(true)
     }
-    async fn patch_pod(&self, pod: &Pod, _patch: &serde_json::Value) -> Result<(), kube::Error> {
-        self.calls()
+    async fn patch_pod(&self, pod: &Pod, patch: &serde_json::Value) -> Result<(), kube::Error> {
+        let mut calls = self.calls();
+        calls
             .patched
             .push(pod.metadata.name.clone().unwrap_or_default());
+        calls.patch_bodies.push(patch.clone());
+        drop(calls);
         if self.pod_errors {
             return Err(server_error());
         }
@@ -1874,4 +1878,107 @@ async fn track_indexed_and_too_many() {
         .map(|c| c.type_.clone())
         .collect();
     assert_eq!(types, vec!["FailureTarget"]);
+}
+
+async fn try_claim(
+    job: &Job,
+    fresh: Job,
+    pods: Vec<Arc<Pod>>,
+) -> (Result<Vec<Arc<Pod>>, String>, Calls) {
+    let sync = JobSync::new(
+        Fake {
+            job: Some(Arc::new(fresh)),
+            pods,
+            ..Default::default()
+        },
+        JobState::default(),
+    );
+    let got = sync.pods_for_job(&ObjectKey::of(job), job).await;
+    let calls = std::mem::take(&mut *sync.cluster.calls());
+    (got, calls)
+}
+
+async fn claim(job: &Job, fresh: Job, pods: Vec<Arc<Pod>>) -> (Vec<Arc<Pod>>, Calls) {
+    let (got, calls) = try_claim(job, fresh, pods).await;
+    (got.expect("claimed"), calls)
+}
+
+// TestGetPodsForJob: claiming adopts orphans with the tracking finalizer and releases
+// pods whose labels stopped matching.
+#[tokio::test]
+async fn get_pods_for_job() {
+    let job = J::new("foobar", 1, Some(1)).build();
+    let mut other = job.clone();
+    other.metadata.uid = Some("other-uid".into());
+    let names = |pods: &[Arc<Pod>]| crate::job::testutil::names(pods);
+    let with_finalizer = |pods: &[Arc<Pod>]| {
+        let tracked: Vec<Arc<Pod>> = pods
+            .iter()
+            .filter(|p| spec::has_tracking_finalizer(p))
+            .cloned()
+            .collect();
+        crate::job::testutil::names(&tracked)
+    };
+    let mut unlabelled = P::new("pod3");
+    unlabelled.0.metadata.labels = None;
+    let (got, _) = claim(
+        &job,
+        job.clone(),
+        vec![
+            P::new("pod1").owned_by(&job).finalizer().arc(),
+            P::new("pod2").owned_by(&other).arc(),
+            unlabelled.arc(),
+            P::new("pod4").owned_by(&job).arc(),
+        ],
+    )
+    .await;
+    assert_eq!(names(&got), vec!["pod1", "pod4"], "only matching");
+    assert_eq!(with_finalizer(&got), vec!["pod1"]);
+    // adoption adds the controller reference and the finalizer
+    let (got, calls) = claim(
+        &job,
+        job.clone(),
+        vec![P::new("pod1").owned_by(&job).arc(), P::new("pod2").arc()],
+    )
+    .await;
+    assert_eq!(names(&got), vec!["pod1", "pod2"], "adopt");
+    assert_eq!(with_finalizer(&got), vec!["pod2"]);
+    let body = &calls.patch_bodies[0]["metadata"];
+    assert_eq!(
+        body["finalizers"],
+        serde_json::json!([spec::JOB_TRACKING_FINALIZER])
+    );
+    assert_eq!(body["ownerReferences"][0]["uid"], "job-uid");
+    assert_eq!(body["ownerReferences"][0]["controller"], true);
+    // no adoption when the job is being deleted
+    let deleting = J::new("foobar", 1, Some(1)).deleting(t0()).build();
+    let (got, calls) = claim(
+        &deleting,
+        deleting.clone(),
+        vec![P::new("pod1").owned_by(&job).arc(), P::new("pod2").arc()],
+    )
+    .await;
+    assert_eq!(names(&got), vec!["pod1"], "no adopt when deleting");
+    assert!(calls.patched.is_empty());
+    // the cache is late, the fresh read sees the deletion: no adoption, the sync fails
+    let (got, calls) = try_claim(
+        &job,
+        deleting,
+        vec![P::new("pod1").owned_by(&job).arc(), P::new("pod2").arc()],
+    )
+    .await;
+    let err = got.expect_err("no adopt when deleting race");
+    assert!(err.contains("has just been deleted"), "{err}");
+    assert!(calls.patched.is_empty());
+    // release
+    let mut released = P::new("pod2").owned_by(&job);
+    released.0.metadata.labels = None;
+    let (got, calls) = claim(
+        &job,
+        job.clone(),
+        vec![P::new("pod1").owned_by(&job).arc(), released.arc()],
+    )
+    .await;
+    assert_eq!(names(&got), vec!["pod1"], "release");
+    assert_eq!(calls.patched, vec!["pod2"]);
 }
