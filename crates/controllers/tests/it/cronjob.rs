@@ -223,26 +223,38 @@ async fn keeps_the_history_limits() {
         "apiVersion": "batch/v1", "kind": "CronJob", "name": "hist",
         "uid": cj.uid(), "controller": true,
     });
-    let names = ["ok-1", "ok-2", "ok-3", "bad-1", "bad-2", "running"];
-    for name in names {
-        let job: Job = serde_json::from_value(json!({
-            "metadata": {"name": name, "ownerReferences": [owner]},
-            "spec": job_template()["spec"],
-        }))
-        .expect("job");
-        jobs.create(&PostParams::default(), &job)
-            .await
-            .expect("job created");
+    // Each Job is finished as soon as it is created: every sync reports each unfinished
+    // Job it did not start (UnexpectedJob), and those events count against the
+    // per-object event budget (burst 25, as client-go's spam filter), which would
+    // otherwise swallow the deletion events this test looks for.
+    // Finished at increasing start times: the oldest go first.
+    let finished = [
+        ("ok-1", "Complete", 10),
+        ("bad-1", "Failed", 10),
+        ("ok-2", "Complete", 9),
+        ("bad-2", "Failed", 9),
+        ("ok-3", "Complete", 8),
+    ];
+    let create = |name: &'static str| {
+        let jobs = jobs.clone();
+        let owner = owner.clone();
+        async move {
+            let job: Job = serde_json::from_value(json!({
+                "metadata": {"name": name, "ownerReferences": [owner]},
+                "spec": job_template()["spec"],
+            }))
+            .expect("job");
+            jobs.create(&PostParams::default(), &job)
+                .await
+                .expect("job created");
+        }
+    };
+    for (name, condition, ago) in finished {
+        create(name).await;
+        let t = minutes_ago(ago);
+        finish(&c, name, condition, &t, &t).await;
     }
-    // finished at increasing start times: the oldest go first
-    for (i, name) in ["ok-1", "ok-2", "ok-3"].iter().enumerate() {
-        let t = minutes_ago(10 - i as i64);
-        finish(&c, name, "Complete", &t, &t).await;
-    }
-    for (i, name) in ["bad-1", "bad-2"].iter().enumerate() {
-        let t = minutes_ago(10 - i as i64);
-        finish(&c, name, "Failed", &t, &t).await;
-    }
+    create("running").await;
     // any change wakes the CronJob
     Api::<CronJob>::namespaced(c.clone(), NS)
         .patch(
