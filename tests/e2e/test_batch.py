@@ -1,9 +1,9 @@
 """Batch workloads on `coxswain up` with the real kubectl: the CronJob,
 TTL-after-finished and pod garbage collector controllers.
 
-The tests finish Jobs themselves through the status subresource, so that they do not
-depend on how fast Job pods run. One test waits for a minute boundary: a `*/1` CronJob
-must create its next Job on schedule."""
+Most tests finish Jobs themselves through the status subresource, so that they do not
+depend on how fast Job pods run; the TTL test runs real Jobs. One test waits for a
+minute boundary: a `*/1` CronJob must create its next Job on schedule."""
 
 from __future__ import annotations
 
@@ -158,13 +158,12 @@ def test_create_job_from_cronjob(kc, bns):
 
 
 def test_job_with_ttl_disappears_after_it_finished(kc, bns):
+    # real Jobs: the Job controller runs their pods, the simulator completes them
     job = {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "short-lived", "namespace": bns},
         "spec": {
             "ttlSecondsAfterFinished": 2,
-            # no pods: the test finishes the Job itself
-            "suspend": True,
             "template": {"spec": {"restartPolicy": "Never",
                                   "containers": [{"name": "c", "image": "busybox"}]}},
         },
@@ -173,7 +172,9 @@ def test_job_with_ttl_disappears_after_it_finished(kc, bns):
     keep = dict(job, metadata={"name": "no-ttl", "namespace": bns},
                 spec={k: v for k, v in job["spec"].items() if k != "ttlSecondsAfterFinished"})
     kc("apply", "-f", "-", input=to_yaml([keep]))
-    complete(kc, bns, "short-lived")
-    complete(kc, bns, "no-ttl")
+    kc("wait", "--for=condition=complete", "job/no-ttl", "-n", bns, "--timeout=60s")
     kc("wait", "--for=delete", "job/short-lived", "-n", bns, "--timeout=60s")
+    # deleted in the foreground: its pod went with it
+    pods = kc.json("get", "pods", "-n", bns, "-l", "batch.kubernetes.io/job-name=short-lived")
+    assert pods["items"] == [], [p["metadata"]["name"] for p in pods["items"]]
     assert kc("get", "job", "no-ttl", "-n", bns, "-o", "name").stdout.strip() == "job.batch/no-ttl"
