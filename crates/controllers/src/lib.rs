@@ -20,6 +20,7 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod deployment;
 pub mod garbagecollector;
+pub mod history;
 pub mod job;
 pub mod namespace;
 pub mod podgc;
