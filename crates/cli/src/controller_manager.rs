@@ -52,6 +52,9 @@ pub struct Args {
     /// ReplicationControllers synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_rc_syncs: usize,
+    /// StatefulSets synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_statefulset_syncs: usize,
     /// Enables the generic garbage collector.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
     enable_garbage_collector: bool,
@@ -130,6 +133,7 @@ impl Args {
         o.cronjob.concurrent_cron_job_syncs = self.concurrent_cron_job_syncs;
         o.ttl_after_finished.concurrent_ttl_syncs = self.concurrent_ttl_after_finished_syncs;
         o.podgc.terminated_pod_gc_threshold = self.terminated_pod_gc_threshold;
+        o.statefulset.concurrent_statefulset_syncs = self.concurrent_statefulset_syncs;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

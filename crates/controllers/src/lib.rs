@@ -6,7 +6,8 @@
 //! [`controller_utils`] holds what several workload controllers share (expectations, pod
 //! ranking, pod creation and deletion with events, adoption and release of children);
 //! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
-//! [`deployment`] the Deployment controller; [`garbagecollector`] and [`namespace`] make
+//! [`deployment`] the Deployment controller; [`statefulset`] the StatefulSet controller,
+//! which rolls out through the ControllerRevision [`history`]; [`garbagecollector`] and [`namespace`] make
 //! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
 //! housekeeping controllers.
@@ -29,6 +30,7 @@ pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod ttlafterfinished;
+pub mod statefulset;
 
 use registry::Registry;
 
@@ -48,6 +50,7 @@ pub fn builtin() -> Registry {
         rootcacertpublisher::descriptor(),
         clusterroleaggregation::descriptor(),
         job::descriptor(),
+        statefulset::descriptor(),
     ])
 }
 

@@ -45,6 +45,8 @@ pub struct ControllerManagerOptions {
     /// `serviceaccount-controller` and the root CA publisher (upstream's
     /// `SAControllerConfiguration`).
     pub service_account: crate::serviceaccount::ServiceAccountControllerOptions,
+    /// `statefulset-controller`.
+    pub statefulset: crate::statefulset::StatefulSetControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

@@ -12,3 +12,4 @@ mod podgc;
 mod replicaset;
 mod small;
 mod ttl;
+mod statefulset;

@@ -673,7 +673,7 @@ async fn min_ready_seconds_delays_availability() {
 
 // ----- a cache that lags: watch responses delayed -----
 
-mod lag {
+pub(crate) mod lag {
     use std::pin::Pin;
     use std::task::{Context, Poll};
     use std::time::Duration;
