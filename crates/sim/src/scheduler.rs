@@ -14,6 +14,10 @@
 //! not for best-effort pods); inter-pod affinity and image locality are not
 //! simulated (the nodes report no images, so upstream scores them 0 alike).
 //!
+//! A pod whose PersistentVolumeClaims are missing or not bound is not scheduled
+//! (upstream's `VolumeBinding` PreFilter; the simulator provisions no volumes): it gets
+//! `Unschedulable` with upstream's message and is retried when a claim changes.
+//!
 //! Decisions are made one at a time against an in-memory account of what each node
 //! has given out, which counts a pod as soon as it is chosen ("assumed") so that
 //! concurrent bindings never overcommit a node; the account follows the informer
@@ -33,7 +37,7 @@ use coxswain_runtime::workqueue::RateLimitedQueue;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Node, Pod, PodCondition, PodSpec, ReplicationController, Service,
+    Node, PersistentVolumeClaim, Pod, PodCondition, PodSpec, ReplicationController, Service,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -47,7 +51,8 @@ use crate::config::SimConfig;
 use crate::filters::{
     balanced_allocation_score, default_normalize, feasible_nodes_to_find, filter,
     fit_error_message, has_preferred_affinity, intolerable_prefer_no_schedule, is_best_effort,
-    least_allocated_score, preferred_affinity_sum, NodeView, Usage,
+    least_allocated_score, preferred_affinity_sum, prefilter_error_message, unbound_claims,
+    NodeView, Usage,
 };
 use crate::resources::PodRequests;
 use crate::spread::{normalize, raw_scores, spread_of, GroupId, LabelGroups, Owners, Spread};
@@ -440,6 +445,15 @@ impl Scheduler {
                     s.wake.notify_one();
                 }
             });
+        // a claim created or bound may let a waiting pod in
+        let me = Arc::downgrade(&s);
+        cache.informer::<PersistentVolumeClaim>().add_handler(
+            move |_: &Change<PersistentVolumeClaim>| {
+                if let Some(s) = me.upgrade() {
+                    s.wake.notify_one();
+                }
+            },
+        );
         let me = Arc::downgrade(&s);
         cache.informer::<Pod>().add_handler(move |c: &Change<Pod>| {
             let Some(s) = me.upgrade() else { return };
@@ -549,6 +563,16 @@ impl Scheduler {
             }
         };
         let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if let Some(reason) = self.unbound_claims(&pod, &key).await {
+            let nodes = self.lock().order.len();
+            let f = Failure {
+                reason: "Unschedulable",
+                message: prefilter_error_message(nodes, &reason),
+            };
+            self.lock().unschedulable.insert(key.clone());
+            self.record_failure(&pod, &key, &f).await?;
+            return Ok(Action::Requeue);
+        }
         let spread = spread_of(&pod, &lock_owners(&self.owners));
         let decision = {
             let mut st = self.lock();
@@ -566,6 +590,22 @@ impl Scheduler {
                 Ok(Action::Requeue)
             }
         }
+    }
+
+    /// Why the pod's PersistentVolumeClaims keep it off every node, if they do (see
+    /// [`unbound_claims`]).
+    async fn unbound_claims(&self, pod: &Pod, key: &ObjectKey) -> Option<String> {
+        let spec = pod.spec.as_ref()?;
+        let mut claims: HashMap<String, Arc<PersistentVolumeClaim>> = HashMap::new();
+        for v in spec.volumes.iter().flatten() {
+            if let Some(source) = &v.persistent_volume_claim {
+                let ck = ObjectKey::from_parts(key.namespace(), &source.claim_name);
+                if let Some(c) = self.cache.get::<PersistentVolumeClaim>(&ck).await {
+                    claims.insert(source.claim_name.clone(), c);
+                }
+            }
+        }
+        unbound_claims(spec, |name| claims.get(name).cloned())
     }
 
     fn forget_assumed(&self, uid: &str) {
