@@ -691,3 +691,7 @@ pub fn inconsistent_status(set: &StatefulSet, status: &StatefulSetStatus) -> boo
         || status.update_revision.as_deref().unwrap_or("")
             != old.update_revision.as_deref().unwrap_or("")
 }
+
+#[cfg(test)]
+#[path = "utils_tests.rs"]
+mod tests;
