@@ -643,6 +643,151 @@ async fn stale_cache_and_restart_delete_each_pod_once() {
     mgr.stop().await;
 }
 
+/// OnDelete: a template change replaces nothing until a pod is deleted, which comes
+/// back at the update revision; the current revision does not roll over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_delete_replaces_only_deleted_pods() {
+    let env = envtest::start().await.expect("test server");
+    let client = env.client.clone();
+    let mgr = start_manager(client.clone());
+    let kl = kubelet(&env, None);
+    create(
+        &client,
+        &sts("od", 2, json!({"updateStrategy": {"type": "OnDelete"}})),
+    )
+    .await;
+    let s = wait_status(&client, "od", "2 ready", |s| settled(s, 2)).await;
+    let rev1 = s
+        .status
+        .and_then(|st| st.current_revision)
+        .unwrap_or_default();
+    patch(
+        &client,
+        "od",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "img:2"}]}}}}),
+    )
+    .await;
+    let s = wait_status(&client, "od", "update revision observed", |s| {
+        let st = s.status.clone().unwrap_or_default();
+        st.observed_generation == s.metadata.generation
+            && st.update_revision.as_deref().is_some_and(|u| u != rev1)
+    })
+    .await;
+    let st = s.status.clone().unwrap_or_default();
+    assert_eq!(
+        (st.current_replicas, st.updated_replicas.unwrap_or(0)),
+        (Some(2), 0)
+    );
+    let rev2 = st.update_revision.unwrap_or_default();
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .delete("od-1", &Default::default())
+        .await
+        .expect("delete od-1");
+    let s = wait_status(&client, "od", "od-1 replaced", |s| {
+        let st = s.status.clone().unwrap_or_default();
+        st.updated_replicas == Some(1) && st.ready_replicas == Some(2)
+    })
+    .await;
+    let now = pods(&client, "od").await;
+    assert_eq!(label(&now["od-1"], REVISION_LABEL), rev2);
+    assert_eq!(label(&now["od-0"], REVISION_LABEL), rev1);
+    assert_eq!(
+        s.status.and_then(|st| st.current_revision).as_deref(),
+        Some(rev1.as_str())
+    );
+    kl.stop().await;
+    mgr.stop().await;
+}
+
+/// whenDeleted and whenScaled Delete: claims of pods in range are controlled by the
+/// set; the claim of a pod condemned by a scale-down is handed to the pod before the
+/// pod is deleted (the garbage collector then removes it with the pod).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_policy_owner_references() {
+    let env = envtest::start().await.expect("test server");
+    let client = env.client.clone();
+    let mgr = start_manager(client.clone());
+    let kl = kubelet(&env, None);
+    create(
+        &client,
+        &sts(
+            "ret",
+            3,
+            json!({
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
+                "volumeClaimTemplates": [{"metadata": {"name": "d"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+            }),
+        ),
+    )
+    .await;
+    let s = wait_status(&client, "ret", "3 ready", |s| settled(s, 3)).await;
+    let set_uid = s.metadata.uid.clone().unwrap_or_default();
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), NS);
+    let controller = |c: &PersistentVolumeClaim| {
+        c.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|r| r.controller == Some(true))
+            .map(|r| (r.kind.clone(), r.uid.clone()))
+            .collect::<Vec<_>>()
+    };
+    let wait_claim_owner = |name: &'static str, kind: &'static str, uid: String| {
+        let claims = claims.clone();
+        async move {
+            wait_for(&format!("{name} controlled by {kind}"), || async {
+                let c = claims.get(name).await.ok()?;
+                (controller(&c) == [(kind.to_string(), uid.clone())]).then_some(())
+            })
+            .await
+        }
+    };
+    for i in 0..3 {
+        let name: &'static str = ["d-ret-0", "d-ret-1", "d-ret-2"][i];
+        wait_claim_owner(name, "StatefulSet", set_uid.clone()).await;
+    }
+    let pod2 = pods(&client, "ret").await["ret-2"]
+        .metadata
+        .uid
+        .clone()
+        .unwrap_or_default();
+    patch(&client, "ret", json!({"spec": {"replicas": 2}})).await;
+    wait_status(&client, "ret", "2 replicas", |s| settled(s, 2)).await;
+    // no garbage collector here: the claim stays, owned by the deleted pod
+    wait_claim_owner("d-ret-2", "Pod", pod2).await;
+    wait_claim_owner("d-ret-0", "StatefulSet", set_uid).await;
+    kl.stop().await;
+    mgr.stop().await;
+}
+
+/// minReadySeconds: pods count as available only after it, and the controller comes
+/// back by itself to count them (no other change happens).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_ready_seconds_delays_availability() {
+    let env = envtest::start().await.expect("test server");
+    let client = env.client.clone();
+    let mgr = start_manager(client.clone());
+    let kl = kubelet(&env, None);
+    create(
+        &client,
+        &sts(
+            "mrs",
+            2,
+            json!({"minReadySeconds": 2, "podManagementPolicy": "Parallel"}),
+        ),
+    )
+    .await;
+    let s = wait_status(&client, "mrs", "2 ready", |s| {
+        s.status.as_ref().and_then(|st| st.ready_replicas) == Some(2)
+    })
+    .await;
+    assert!(s.status.and_then(|st| st.available_replicas).unwrap_or(0) < 2);
+    wait_status(&client, "mrs", "2 available", |s| settled(s, 2)).await;
+    kl.stop().await;
+    mgr.stop().await;
+}
+
 /// A client whose watches deliver every event 300 ms late.
 async fn lagging(env: &TestEnv) -> kube::Client {
     let config = env.kube_config().await.expect("config");
