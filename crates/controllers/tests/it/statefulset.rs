@@ -788,6 +788,68 @@ async fn min_ready_seconds_delays_availability() {
     mgr.stop().await;
 }
 
+/// A revision written by kube-controller-manager 1.33 (its template carries
+/// `creationTimestamp: null`, so its bytes differ from what 1.36 encodes) is adopted as
+/// the current and update revision: no new revision, no rollout (upstream's
+/// compatibility test data, revision test-c77f6d978).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revision_from_an_older_encoder_starts_no_rollout() {
+    let env = envtest::start().await.expect("test server");
+    let client = env.client.clone();
+    let set: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "test", "namespace": NS, "annotations": {"test": "value"}},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "",
+            "selector": {"matchLabels": {"app": "foo"}},
+            "template": {
+                "metadata": {"labels": {"app": "foo"}, "annotations": {"test": "value"}},
+                "spec": {"containers": [{"name": "test", "image": "test"}]}
+            }
+        }
+    }))
+    .expect("set");
+    let api = Api::<StatefulSet>::namespaced(client.clone(), NS);
+    let created = api
+        .create(&PostParams::default(), &set)
+        .await
+        .expect("create");
+    let raw = r#"{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"test":"value"},"creationTimestamp":null,"labels":{"app":"foo"}},"spec":{"containers":[{"image":"test","imagePullPolicy":"Always","name":"test","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}],"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"terminationGracePeriodSeconds":30}}}}"#;
+    let old: ControllerRevision = serde_json::from_value(json!({
+        "metadata": {
+            "name": "test-c77f6d978",
+            "namespace": NS,
+            "labels": {"app": "foo", CONTROLLER_REVISION_HASH_LABEL: "c77f6d978"},
+            "ownerReferences": [coxswain_runtime::controllerutil::new_controller_ref(&created)],
+        },
+        "data": serde_json::from_str::<serde_json::Value>(raw).expect("raw"),
+        "revision": 1
+    }))
+    .expect("revision");
+    Api::<ControllerRevision>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &old)
+        .await
+        .expect("old revision");
+    let mgr = start_manager(client.clone());
+    let kl = kubelet(&env, None);
+    let s = wait_status(&client, "test", "1 ready", |s| settled(s, 1)).await;
+    let st = s.status.unwrap_or_default();
+    assert_eq!(st.current_revision.as_deref(), Some("test-c77f6d978"));
+    assert_eq!(st.update_revision.as_deref(), Some("test-c77f6d978"));
+    let names: Vec<String> = revisions(&client, "foo")
+        .await
+        .into_iter()
+        .filter_map(|r| r.metadata.name)
+        .collect();
+    assert_eq!(names, ["test-c77f6d978"]);
+    assert_eq!(
+        label(&pods(&client, "foo").await["test-0"], REVISION_LABEL),
+        "test-c77f6d978"
+    );
+    kl.stop().await;
+    mgr.stop().await;
+}
+
 /// A client whose watches deliver every event 300 ms late.
 async fn lagging(env: &TestEnv) -> kube::Client {
     let config = env.kube_config().await.expect("config");
