@@ -412,6 +412,57 @@ async fn parallel_creates_all_pods_from_the_start_ordinal() {
         Some("3")
     );
     assert!(s.status.is_some());
+    // scale-down in parallel: both condemned pods go at once, nothing ready needed
+    patch(&client, "par", json!({"spec": {"replicas": 1}})).await;
+    wait_for("only par-2 left", || async {
+        let names: Vec<String> = pods(&client, "par").await.into_keys().collect();
+        (names == ["par-2"]).then_some(())
+    })
+    .await;
+    mgr.stop().await;
+}
+
+/// `revisionHistoryLimit` bounds the revisions no pod uses: with 0, only the revision
+/// the pods run survives a series of updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_is_truncated_to_the_limit() {
+    let env = envtest::start().await.expect("test server");
+    let client = env.client.clone();
+    let mgr = start_manager(client.clone());
+    let kl = kubelet(&env, None);
+    create(&client, &sts("lim", 2, json!({"revisionHistoryLimit": 0}))).await;
+    wait_status(&client, "lim", "2 ready", |s| settled(s, 2)).await;
+    for image in ["img:2", "img:3"] {
+        patch(
+            &client,
+            "lim",
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}),
+        )
+        .await;
+        wait_status(&client, "lim", "rolled", |s| {
+            settled(s, 2)
+                && s.status.as_ref().and_then(|st| st.current_revision.clone())
+                    == s.status.as_ref().and_then(|st| st.update_revision.clone())
+                && s.metadata.generation == s.status.as_ref().and_then(|st| st.observed_generation)
+        })
+        .await;
+    }
+    let s = get(&client, "lim").await;
+    let current = s
+        .status
+        .and_then(|st| st.current_revision)
+        .unwrap_or_default();
+    let names = wait_for("old revisions deleted", || async {
+        let names: Vec<String> = revisions(&client, "lim")
+            .await
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        (names.len() == 1).then_some(names)
+    })
+    .await;
+    assert_eq!(names, [current]);
+    kl.stop().await;
     mgr.stop().await;
 }
 
