@@ -29,8 +29,8 @@ pub mod registry;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
-pub mod ttlafterfinished;
 pub mod statefulset;
+pub mod ttlafterfinished;
 
 use registry::Registry;
 

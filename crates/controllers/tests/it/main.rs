@@ -11,5 +11,5 @@ mod namespace;
 mod podgc;
 mod replicaset;
 mod small;
-mod ttl;
 mod statefulset;
+mod ttl;
