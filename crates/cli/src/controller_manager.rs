@@ -55,6 +55,10 @@ pub struct Args {
     /// StatefulSets synced concurrently.
     #[arg(long, default_value_t = 5)]
     concurrent_statefulset_syncs: usize,
+    /// The number of daemonset objects that are allowed to sync concurrently. Larger
+    /// number = more responsive daemonsets, but more CPU (and network) load.
+    #[arg(long, default_value_t = 2)]
+    concurrent_daemonset_syncs: usize,
     /// Enables the generic garbage collector.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
     enable_garbage_collector: bool,
@@ -134,6 +138,7 @@ impl Args {
         o.ttl_after_finished.concurrent_ttl_syncs = self.concurrent_ttl_after_finished_syncs;
         o.podgc.terminated_pod_gc_threshold = self.terminated_pod_gc_threshold;
         o.statefulset.concurrent_statefulset_syncs = self.concurrent_statefulset_syncs;
+        o.daemonset.concurrent_daemonset_syncs = self.concurrent_daemonset_syncs;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

@@ -8,6 +8,7 @@
 //! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
 //! [`deployment`] the Deployment controller; [`statefulset`] the StatefulSet controller,
 //! which rolls out through the ControllerRevision [`history`]; [`garbagecollector`] and [`namespace`] make
+//! [`deployment`] the Deployment controller; [`daemon`] the DaemonSet controller; [`garbagecollector`] and [`namespace`] make
 //! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
 //! housekeeping controllers.
@@ -19,6 +20,7 @@ pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
 pub mod cronjob;
+pub mod daemon;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod history;
@@ -44,6 +46,7 @@ pub fn builtin() -> Registry {
         podgc::descriptor(),
         replicaset::descriptor(),
         replicaset::replication_descriptor(),
+        daemon::descriptor(),
         garbagecollector::descriptor(),
         namespace::descriptor(),
         serviceaccount::descriptor(),

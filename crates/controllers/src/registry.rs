@@ -36,6 +36,8 @@ pub struct ControllerManagerOptions {
     pub replicaset: crate::replicaset::ReplicaSetControllerOptions,
     /// `replicationcontroller-controller`.
     pub replication_controller: crate::replicaset::ReplicationControllerOptions,
+    /// `daemonset-controller`.
+    pub daemonset: crate::daemon::DaemonSetControllerOptions,
     /// `garbage-collector-controller`.
     pub garbage_collector: crate::garbagecollector::GarbageCollectorOptions,
     /// `namespace-controller`.

@@ -143,6 +143,26 @@ impl ControllerExpectations {
         );
     }
 
+    /// Expect `adds` creations and the deletion of each of `children` for `key` at
+    /// once (a DaemonSet creates on some nodes and deletes on others in one sync).
+    pub fn expect_creations_and_deletions(
+        &self,
+        key: &ObjectKey,
+        adds: usize,
+        children: impl IntoIterator<Item = ObjectKey>,
+    ) {
+        let deletions: HashSet<ObjectKey> = children.into_iter().collect();
+        self.lock().insert(
+            key.clone(),
+            Entry {
+                add: i64::try_from(adds).unwrap_or(i64::MAX),
+                del: i64::try_from(deletions.len()).unwrap_or(i64::MAX),
+                timestamp: Instant::now(),
+                deletions,
+            },
+        );
+    }
+
     /// One expected creation of `key` happened (or will never happen).
     pub fn creation_observed(&self, key: &ObjectKey) {
         self.lower_creations(key, 1);
@@ -174,6 +194,27 @@ impl ControllerExpectations {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn creations_and_tracked_deletions_together() {
+        let e = ControllerExpectations::new();
+        let ds = ObjectKey::namespaced("default", "ds");
+        let (a, b) = (
+            ObjectKey::namespaced("default", "a"),
+            ObjectKey::namespaced("default", "b"),
+        );
+        e.expect_creations_and_deletions(&ds, 2, [a.clone(), b.clone()]);
+        assert_eq!(e.get(&ds), Some((2, 2)));
+        e.creation_observed(&ds);
+        e.deletion_observed(&ds, &a);
+        // the same pod seen terminating and then gone counts once
+        e.deletion_observed(&ds, &a);
+        assert_eq!(e.get(&ds), Some((1, 1)));
+        assert!(!e.satisfied(&ds));
+        e.creation_observed(&ds);
+        e.deletion_observed(&ds, &b);
+        assert!(e.satisfied(&ds));
+    }
 
     // Upstream TestControllerExpectations (pkg/controller/controller_utils_test.go).
     #[test]
