@@ -4,6 +4,7 @@
 
 mod common;
 mod cronjob;
+mod daemonset;
 mod deployment;
 mod gc;
 mod job;
