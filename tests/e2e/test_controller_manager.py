@@ -113,7 +113,7 @@ def test_each_controller_takes_its_own_flags(server):
     proc, url = start_cm(
         server, "--leader-elect=false", "--concurrent-namespace-syncs=3",
         "--concurrent-gc-syncs=7", "--concurrent-serviceaccount-syncs=2",
-        "--namespace-sync-period=1m",
+        "--namespace-sync-period=1m", "--concurrent-daemonset-syncs=3",
     )
     try:
         wait_until(lambda: (r := get(url, "/metrics")) is not None
@@ -127,6 +127,7 @@ def test_each_controller_takes_its_own_flags(server):
         assert workers("garbage_collector_attempt_to_orphan") == 7
         assert workers("serviceaccount-controller") == 2
         assert workers("deployment") == 5
+        assert workers("daemonset-controller") == 3
     finally:
         stop_process(proc)
     proc, url = start_cm(server, "--leader-elect=false", "--enable-garbage-collector=false")

@@ -10,7 +10,10 @@
 //!   selects it); a new owned revision wakes nobody.
 //! - Nodes: a new node, or a node whose labels or taints changed, wakes each DaemonSet
 //!   that should now run a pod there and has none, has pods there it should no longer
-//!   run, or has misscheduled pods there (upstream `syncNodeUpdate`). Node deletions
+//!   run, or has misscheduled pods there (upstream `syncNodeUpdate`), and, unlike
+//!   upstream 1.36, each DaemonSet whose pod there just became misscheduled (an
+//!   untolerated `NoSchedule` taint, a label change), so that `numberMisscheduled` and
+//!   `desiredNumberScheduled` follow at once instead of at the next unrelated sync. Node deletions
 //!   wake nobody: the pods of a deleted node go through the pod garbage collector, and
 //!   their deletion wakes the DaemonSet.
 
@@ -354,8 +357,10 @@ impl NodeHandler {
                 .as_ref()
                 .is_some_and(|s| s.number_misscheduled > 0);
             let wake = if is_scheduled {
-                // pods there it should not keep, or misscheduled pods to look at
-                !should_continue || misscheduled
+                // pods there it should not keep, or misscheduled pods to look at;
+                // and (not upstream, whose status would stay stale until some other
+                // event) a pod that just became misscheduled, to count it
+                !should_continue || misscheduled || !should_run
             } else {
                 should_run
             };

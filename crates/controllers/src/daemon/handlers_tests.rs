@@ -233,6 +233,18 @@ fn node_changes_wake_affected_sets() {
         }),
         vec![key("ds")]
     );
+    // NoSchedule: the pod stays but is now misscheduled, which the status must count
+    let no_schedule = Arc::new(with_taints(
+        new_node("node1", &[]),
+        vec![taint("dedicated", "user1", "NoSchedule")],
+    ));
+    assert_eq!(
+        h.keys(&Change::Updated {
+            old: plain.clone(),
+            new: no_schedule
+        }),
+        vec![key("ds")]
+    );
     let mut status_only = (*plain).clone();
     status_only.status = Some(Default::default());
     assert!(h
