@@ -119,6 +119,16 @@ def test_one_pod_per_node_follows_added_and_tainted_nodes(kc, dns, extra_node):
     wait_until(lambda: kc.json("get", "ds", "agent", "-n", dns)["status"]
                .get("numberReady") == len(nodes) + 1, timeout=60)
 
+    # cordoned: daemon pods tolerate node.kubernetes.io/unschedulable, so a replacement
+    # still lands there (the simulator's NodeUnschedulable filter honours it)
+    kc("cordon", extra_node)
+    old = running_one_per_node(kc, dns, "agent", nodes | {extra_node})[extra_node][0]
+    kc("delete", "pod", old["metadata"]["name"], "-n", dns)
+    replaced = wait_until(lambda: (b := running_one_per_node(kc, dns, "agent", nodes | {extra_node}))
+                          and b[extra_node][0]["metadata"]["uid"] != old["metadata"]["uid"] and b,
+                          timeout=60)
+    assert replaced[extra_node][0]["spec"]["nodeName"] == extra_node
+
     # NoSchedule it does not tolerate: the pod stays, misscheduled
     kc("taint", "nodes", extra_node, "dedicated=infra:NoSchedule")
     wait_until(lambda: (s := kc.json("get", "ds", "agent", "-n", dns)["status"])
