@@ -124,6 +124,7 @@ fn push(keys: &mut Vec<ObjectKey>, k: ObjectKey) {
 /// DaemonSet changes: enqueue, forgetting the expectations of deleted ones.
 pub(crate) struct DaemonSetHandler {
     pub(crate) expectations: Arc<ControllerExpectations>,
+    pub(crate) consistency: Arc<super::consistency::ConsistencyStore>,
 }
 
 impl EventHandler<DaemonSet> for DaemonSetHandler {
@@ -132,14 +133,16 @@ impl EventHandler<DaemonSet> for DaemonSetHandler {
             Change::Added(ds) => vec![ObjectKey::of(ds.as_ref())],
             Change::Updated { old, new } => {
                 if old.metadata.uid != new.metadata.uid {
-                    self.expectations
-                        .delete_expectations(&ObjectKey::of(old.as_ref()));
+                    let key = ObjectKey::of(old.as_ref());
+                    self.expectations.delete_expectations(&key);
+                    self.consistency.clear(&key);
                 }
                 vec![ObjectKey::of(new.as_ref())]
             }
             Change::Deleted(ds) => {
                 let key = ObjectKey::of(ds.as_ref());
                 self.expectations.delete_expectations(&key);
+                self.consistency.clear(&key);
                 vec![key]
             }
         }

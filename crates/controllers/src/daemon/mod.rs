@@ -22,10 +22,13 @@
 //! `kubectl rollout status` follows.
 //!
 //! Creations and deletions are guarded by expectations (no second round before the
-//! cache has seen the first), created in slow-start batches and capped at 250 per
+//! cache has seen the first), a sync waits until the cache holds the controller's own
+//! last status write (as upstream's
+//! `StaleControllerConsistencyDaemonSet`), pods are created in slow-start batches and capped at 250 per
 //! sync, and recorded as events by `daemonset-controller`.
 
 mod backoff;
+mod consistency;
 mod handlers;
 pub mod plan;
 pub mod revisions;
@@ -89,7 +92,13 @@ pub fn daemonset_controller(mgr: &Manager, workers: usize) -> Controller<DaemonS
     }
     let lookup = Lookup { sets };
     let recorder = mgr.event_recorder(CONTROLLER_NAME);
-    let reconciler = DaemonSetReconciler::new(cache.clone(), recorder, expectations.clone());
+    let consistency = Arc::new(consistency::ConsistencyStore::default());
+    let reconciler = DaemonSetReconciler::new(
+        cache.clone(),
+        recorder,
+        expectations.clone(),
+        consistency.clone(),
+    );
     ControllerBuilder::new(cache)
         .named(CONTROLLER_NAME)
         .with_options(ControllerOptions {
@@ -98,6 +107,7 @@ pub fn daemonset_controller(mgr: &Manager, workers: usize) -> Controller<DaemonS
         })
         .for_with::<DaemonSet>(DaemonSetHandler {
             expectations: expectations.clone(),
+            consistency,
         })
         .watches_with::<Pod>(
             PodHandler {

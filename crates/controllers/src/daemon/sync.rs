@@ -32,6 +32,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 
 use super::backoff::Backoff;
+use super::consistency::ConsistencyStore;
 use super::plan::{
     calculate_counts, nodes_to_daemon_pods, plan_manage, plan_rolling_update, Counts, NodeToPods,
 };
@@ -65,6 +66,7 @@ pub struct DaemonSetReconciler {
     recorder: EventRecorder,
     expectations: Arc<ControllerExpectations>,
     backoff: Arc<Mutex<Backoff>>,
+    consistency: Arc<ConsistencyStore>,
     burst_replicas: usize,
 }
 
@@ -82,6 +84,7 @@ impl DaemonSetReconciler {
         cache: Arc<Cache>,
         recorder: EventRecorder,
         expectations: Arc<ControllerExpectations>,
+        consistency: Arc<ConsistencyStore>,
     ) -> Self {
         let client = Client::new(cache.clone());
         DaemonSetReconciler {
@@ -95,6 +98,7 @@ impl DaemonSetReconciler {
             recorder,
             expectations,
             backoff: Arc::new(Mutex::new(Backoff::default())),
+            consistency,
             burst_replicas: BURST_REPLICAS,
         }
     }
@@ -107,8 +111,18 @@ impl DaemonSetReconciler {
         let Some(ds) = self.cache.get::<DaemonSet>(&key).await else {
             tracing::debug!(%key, "daemon set has been deleted");
             self.expectations.delete_expectations(&key);
+            self.consistency.clear(&key);
             return Ok(Action::Done);
         };
+        let uid = ds.metadata.uid.clone().unwrap_or_default();
+        if !self
+            .consistency
+            .is_ready(&key, &uid, ds.metadata.resource_version.as_deref())
+        {
+            // the watch event of our own last write enqueues it again
+            tracing::debug!(%key, "Daemonset is not ready for reconciliation");
+            return Ok(Action::Done);
+        }
         let mut nodes = self.cache.list::<Node>(None).await;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let regarding = object_reference(ds.as_ref());
@@ -431,7 +445,14 @@ impl DaemonSetReconciler {
             status.number_unavailable = Some(c.unavailable);
             target.status = Some(status);
             match self.client.update_status(&target).await {
-                Ok(_) => return Ok(()),
+                Ok(written) => {
+                    self.consistency.wrote_at(
+                        key,
+                        written.metadata.uid.as_deref().unwrap_or_default(),
+                        written.metadata.resource_version.as_deref(),
+                    );
+                    return Ok(());
+                }
                 Err(e) if attempt == 0 => {
                     tracing::debug!(%key, error = %e, "status update failed; retrying on a fresh copy");
                     match self.fresh.get::<DaemonSet>(key).await? {
@@ -659,10 +680,16 @@ impl DaemonSetReconciler {
         let mut bumped = (*fresh).clone();
         let status = bumped.status.get_or_insert_with(Default::default);
         status.collision_count = Some(current.unwrap_or(0) + 1);
-        self.client
+        let written = self
+            .client
             .update_status(&bumped)
             .await
             .map_err(|e| e.to_string())?;
+        self.consistency.wrote_at(
+            &key,
+            written.metadata.uid.as_deref().unwrap_or_default(),
+            written.metadata.resource_version.as_deref(),
+        );
         tracing::debug!(%key, name = ?cr.metadata.name, "found a hash collision for DaemonSet - bumping collisionCount to resolve it");
         Err(err.to_string())
     }
