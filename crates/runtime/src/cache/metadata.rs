@@ -10,14 +10,16 @@
 //! informer (`PartialObjectMetadata`) is started and shared by every later caller.
 //!
 //! Objects are cut down to what such controllers read: name, namespace, uid,
-//! resourceVersion, owner references, finalizers and the deletion timestamp.
+//! resourceVersion, owner references, finalizers and the deletion timestamp. They carry
+//! no `apiVersion` and `kind` (whoever asked for the resource knows them), which saves
+//! two strings per cached object.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DynamicObject, TypeMeta};
+use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use kube::Resource;
 use serde::de::DeserializeOwned;
@@ -48,7 +50,7 @@ pub fn project(m: &ObjectMeta) -> ObjectMeta {
 pub(crate) fn prune(m: Meta) -> Meta {
     let md = m.metadata;
     PartialObjectMeta {
-        types: m.types,
+        types: None,
         metadata: ObjectMeta {
             name: md.name,
             namespace: md.namespace,
@@ -104,12 +106,11 @@ impl MetaSource for Informer<Meta> {
 /// A typed informer seen as metadata.
 pub(crate) struct TypedMeta<K> {
     pub(crate) informer: Arc<Informer<K>>,
-    pub(crate) types: TypeMeta,
 }
 
-fn as_meta<K: Resource>(types: &TypeMeta, o: &K) -> Arc<Meta> {
+fn as_meta<K: Resource>(o: &K) -> Arc<Meta> {
     Arc::new(PartialObjectMeta {
-        types: Some(types.clone()),
+        types: None,
         metadata: project(o.meta()),
         _phantom: Default::default(),
     })
@@ -120,14 +121,13 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug + Send + Sync + 'static,
 {
     fn add_handler(&self, handler: MetaHandler) -> HandlerId {
-        let types = self.types.clone();
         self.informer.add_handler(move |c: &Change<K>| {
             let c = match c {
-                Change::Added(o) => Change::Added(as_meta(&types, o.as_ref())),
-                Change::Deleted(o) => Change::Deleted(as_meta(&types, o.as_ref())),
+                Change::Added(o) => Change::Added(as_meta(o.as_ref())),
+                Change::Deleted(o) => Change::Deleted(as_meta(o.as_ref())),
                 Change::Updated { old, new } => Change::Updated {
-                    old: as_meta(&types, old.as_ref()),
-                    new: as_meta(&types, new.as_ref()),
+                    old: as_meta(old.as_ref()),
+                    new: as_meta(new.as_ref()),
                 },
             };
             handler(&c)
@@ -147,14 +147,11 @@ where
             .store()
             .list_namespace(namespace)
             .iter()
-            .map(|o| as_meta(&self.types, o.as_ref()))
+            .map(|o| as_meta(o.as_ref()))
             .collect()
     }
     fn get(&self, key: &ObjectKey) -> Option<Arc<Meta>> {
-        self.informer
-            .store()
-            .get(key)
-            .map(|o| as_meta(&self.types, o.as_ref()))
+        self.informer.store().get(key).map(|o| as_meta(o.as_ref()))
     }
     fn typed(&self) -> bool {
         true

@@ -143,10 +143,6 @@ impl Cache {
                 informer: MetadataInformer {
                     source: Arc::new(metadata::TypedMeta {
                         informer: informer.clone(),
-                        types: kube::api::TypeMeta {
-                            api_version: K::api_version(&()).into_owned(),
-                            kind: K::kind(&()).into_owned(),
-                        },
                     }),
                 },
                 stop: None,
