@@ -2,7 +2,7 @@
 //! daemon pods keyed by node (upstream `podsShouldBeOnNode`, `manage`,
 //! `rollingUpdate`, `updatedDesiredNodeCounts`, `findUpdatedPodsOnNode` and
 //! `updateDaemonSetStatus` in `pkg/controller/daemon`). The reconciler
-//! ([`super::sync`]) reads the cache, calls these, and carries out the result.
+//! (`super::sync`) reads the cache, calls these, and carries out the result.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

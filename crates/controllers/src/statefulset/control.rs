@@ -6,7 +6,7 @@
 //!
 //! There are no expectations: the monotonic algorithm acts on one pod at a time, and a
 //! sync is skipped while the cache has not yet seen the controller's own last writes
-//! for the set ([`super::consistency`], upstream 1.36's `StaleControllerConsistency`).
+//! for the set (`super::consistency`, upstream 1.36's `StaleControllerConsistency`).
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
