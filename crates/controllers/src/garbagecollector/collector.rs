@@ -110,6 +110,13 @@ impl Shared {
         match self.attempt_to_delete_item(&node).await {
             Err(GcError::VirtualDeleteEnqueued) => Ok(Action::Done),
             Err(GcError::NamespacedOwnerOfClusterScopedObject) => Ok(Action::Done),
+            // a kind discovery does not (or no longer) serve: a custom resource not yet
+            // recognised, or whose definition went away; as upstream, retried with the
+            // rate limiter and logged only at debug level (not a failure to report)
+            Err(e @ GcError::RestMapping { .. }) => {
+                tracing::debug!(item = %node.identity, error = %e, "error syncing item");
+                Ok(Action::Requeue)
+            }
             Err(e) => Err(ReconcileError::msg(format!(
                 "error syncing item {}: {e}",
                 node.identity
