@@ -10,13 +10,11 @@
 //! Run: `cargo bench -p coxswain-controllers --bench daemonsets` (`BENCH_NODES` changes
 //! the 500, `BENCH_MAX_UNAVAILABLE` the 10%).
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
@@ -25,48 +23,7 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `/proc/self/status` field in KiB.
-fn status_kib(field: &str) -> u64 {
-    coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
-}
-
-/// User + system CPU seconds of this process.
-fn cpu_seconds() -> f64 {
-    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
-}
-
-/// Child: the controller manager until SIGTERM; then prints "STATS <cpu s> <peak KiB>".
-async fn child(kubeconfig: &str) {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let kube = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
-        leader_elect: false,
-        kube_api_qps: 0.0,
-        secure_port: 0,
-        min_resync_period: Duration::ZERO,
-        controllers: vec!["daemonset".to_string()],
-        ..Default::default()
-    };
-    let registry = coxswain_controllers::builtin();
-    let cancel = coxswain_runtime::manager::shutdown_signal();
-    println!("READY");
-    let result =
-        coxswain_controllers::controller_manager::run(kube, &config, &registry, cancel, |_| {})
-            .await;
-    if let Err(e) = result {
-        eprintln!("controller manager: {e}");
-    }
-    println!("STATS {} {}", cpu_seconds(), status_kib("VmHWM:"));
-}
+mod common;
 
 fn daemon_set(max_unavailable: &str) -> DaemonSet {
     serde_json::from_value(serde_json::json!({
@@ -107,12 +64,10 @@ async fn wait_rolled_out(api: &Api<DaemonSet>, nodes: i32) -> bool {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(pos) = args.iter().position(|a| a == "--child") {
-        child(&args[pos + 1]).await;
+    if common::run_child_if_asked().await {
         return;
     }
-    let n = env_usize("BENCH_NODES", 500);
+    let n = common::env_usize("BENCH_NODES", 500);
     let max_unavailable = std::env::var("BENCH_MAX_UNAVAILABLE").unwrap_or_else(|_| "10%".into());
     let env = coxswain_runtime::envtest::start().await.expect("server");
     let nodes: Api<Node> = Api::all(env.client.clone());
@@ -137,31 +92,9 @@ async fn main() {
     let cancel = CancellationToken::new();
     let kubelet = coxswain_runtime::envtest::fake_kubelet(env.client.clone(), None, cancel.clone());
     let kubeconfig = env.server().kubeconfig.display().to_string();
-    let mut cm = Command::new(std::env::current_exe().expect("exe"))
-        .args(["--child", &kubeconfig])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("controller manager child");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = cm.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    assert_eq!(rx.recv().expect("child starts"), "READY");
-    let namespaces: Api<Namespace> = Api::all(env.client.clone());
-    let ns: Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "bench"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace");
-    let api: Api<DaemonSet> = Api::namespaced(env.client.clone(), "bench");
+    let cm = common::ControllerManagerChild::spawn(&kubeconfig, "daemonset");
+    common::create_namespace(&env.client).await;
+    let api: Api<DaemonSet> = Api::namespaced(env.client.clone(), common::NS);
     let start = Instant::now();
     api.create(&PostParams::default(), &daemon_set(&max_unavailable))
         .await
@@ -175,27 +108,9 @@ async fn main() {
         .expect("image update");
     let rolled = wait_rolled_out(&api, n as i32).await;
     let rollout_took = start.elapsed();
-    let pid = cm.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let mut stats = String::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
-        if let Some(s) = line.strip_prefix("STATS ") {
-            stats = s.to_string();
-            break;
-        }
-    }
-    let _ = cm.wait();
+    let (cpu, peak_kib) = cm.stop();
     cancel.cancel();
     let _ = kubelet.await;
-    let mut parts = stats.split_whitespace();
-    let cpu: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
-    let peak_kib: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
     println!(
         "DaemonSet on {n} nodes, image rollout with maxUnavailable {max_unavailable}, embedded API server"
     );

@@ -58,24 +58,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const NS: &str = "bench";
+mod common;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `/proc/self/status` field in KiB.
-fn status_kib(field: &str) -> u64 {
-    coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
-}
-
-/// User + system CPU seconds of this process.
-fn cpu_seconds() -> f64 {
-    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
-}
+use common::NS;
 
 /// Child: the collector alone. Prints `BASE`, then `SYNCED` once the graph holds
 /// `expected` objects, then `STATS` when stdin closes.
@@ -86,7 +71,7 @@ async fn child(kubeconfig: &str, expected: usize) {
         .expect("config");
     let client = kube::Client::try_from(config).expect("client");
     let base_heap = LIVE.load(Ordering::Relaxed);
-    let base_rss = status_kib("VmRSS:");
+    let base_rss = common::status_kib("VmRSS:");
     println!("BASE {base_heap} {base_rss}");
     let cache = std::sync::Arc::new(coxswain_runtime::cache::Cache::new(
         client.clone(),
@@ -116,7 +101,7 @@ async fn child(kubeconfig: &str, expected: usize) {
         "SYNCED {} {} {} {took}",
         handle.graph_len(),
         LIVE.load(Ordering::Relaxed),
-        status_kib("VmRSS:")
+        common::status_kib("VmRSS:")
     );
     let _ = std::io::stdout().flush();
     tokio::task::spawn_blocking(|| {
@@ -133,8 +118,8 @@ async fn child(kubeconfig: &str, expected: usize) {
     .ok();
     println!(
         "STATS {} {} {}",
-        cpu_seconds(),
-        status_kib("VmHWM:"),
+        common::cpu_seconds(),
+        common::status_kib("VmHWM:"),
         handle.graph_len()
     );
     cancel.cancel();
@@ -200,8 +185,8 @@ async fn main() {
         child(&args[pos + 1], expected).await;
         return;
     }
-    let owners = env_usize("BENCH_OWNERS", 1000);
-    let per = env_usize("BENCH_DEPENDENTS", 100);
+    let owners = common::env_usize("BENCH_OWNERS", 1000);
+    let per = common::env_usize("BENCH_DEPENDENTS", 100);
     let env = coxswain_runtime::envtest::start().await.expect("server");
     let client = env.client.clone();
     let ns: Namespace =

@@ -9,8 +9,6 @@
 //! `BENCH_COMPLETIONS`, `BENCH_PARALLELISM`, `BENCH_NODES` change the 1,000, 10, 10 and
 //! 100).
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +17,6 @@ use coxswain_runtime::cache::Change;
 use coxswain_runtime::manager::{Manager, ManagerOptions};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::Api;
 use tokio_util::sync::CancellationToken;
@@ -28,43 +25,7 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Child: the controller manager with only the Job controller until SIGTERM; then
-/// prints "STATS <cpu s> <peak KiB>".
-async fn child(kubeconfig: &str) {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let kube = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
-        controllers: vec!["job".to_string()],
-        leader_elect: false,
-        kube_api_qps: 0.0,
-        secure_port: 0,
-        min_resync_period: Duration::ZERO,
-        ..Default::default()
-    };
-    let registry = coxswain_controllers::builtin();
-    let cancel = coxswain_runtime::manager::shutdown_signal();
-    println!("READY");
-    let result =
-        coxswain_controllers::controller_manager::run(kube, &config, &registry, cancel, |_| {})
-            .await;
-    if let Err(e) = result {
-        eprintln!("controller manager: {e}");
-    }
-    println!(
-        "STATS {} {}",
-        coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN),
-        coxswain_runtime::metrics::process_status_kib("VmHWM:").unwrap_or(0)
-    );
-}
+mod common;
 
 fn job(name: &str, completions: usize, parallelism: usize) -> Job {
     serde_json::from_value(serde_json::json!({
@@ -93,15 +54,13 @@ fn complete(j: &Job) -> bool {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(pos) = args.iter().position(|a| a == "--child") {
-        child(&args[pos + 1]).await;
+    if common::run_child_if_asked().await {
         return;
     }
-    let n = env_usize("BENCH_JOBS", 1000);
-    let completions = env_usize("BENCH_COMPLETIONS", 10);
-    let parallelism = env_usize("BENCH_PARALLELISM", 10);
-    let nodes = env_usize("BENCH_NODES", 100);
+    let n = common::env_usize("BENCH_JOBS", 1000);
+    let completions = common::env_usize("BENCH_COMPLETIONS", 10);
+    let parallelism = common::env_usize("BENCH_PARALLELISM", 10);
+    let nodes = common::env_usize("BENCH_NODES", 100);
     let env = coxswain_runtime::envtest::start().await.expect("server");
     let cancel = CancellationToken::new();
 
@@ -137,31 +96,9 @@ async fn main() {
     let sim_task = tokio::spawn(async move { mgr.start(c).await });
 
     let kubeconfig = env.server().kubeconfig.display().to_string();
-    let mut cm = Command::new(std::env::current_exe().expect("exe"))
-        .args(["--child", &kubeconfig])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("controller manager child");
-    let (ltx, lrx) = std::sync::mpsc::channel();
-    let stdout = cm.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = ltx.send(line);
-        }
-    });
-    assert_eq!(lrx.recv().expect("child starts"), "READY");
-    let namespaces: Api<Namespace> = Api::all(env.client.clone());
-    let ns: Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "bench"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace");
-    let api: Api<Job> = Api::namespaced(env.client.clone(), "bench");
+    let cm = common::ControllerManagerChild::spawn(&kubeconfig, "job");
+    common::create_namespace(&env.client).await;
+    let api: Api<Job> = Api::namespaced(env.client.clone(), common::NS);
     let start = Instant::now();
     futures::stream::iter(0..n)
         .map(|i| {
@@ -184,27 +121,9 @@ async fn main() {
         .await
         .is_ok();
     let took = start.elapsed();
-    let pid = cm.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let mut stats = String::new();
-    while let Ok(line) = lrx.recv_timeout(Duration::from_secs(60)) {
-        if let Some(s) = line.strip_prefix("STATS ") {
-            stats = s.to_string();
-            break;
-        }
-    }
-    let _ = cm.wait();
+    let (cpu, peak_kib) = cm.stop();
     cancel.cancel();
     let _ = sim_task.await;
-    let mut parts = stats.split_whitespace();
-    let cpu: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
-    let peak_kib: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
     println!(
         "{n} Jobs x {completions} completions (parallelism {parallelism}) on the embedded API \
          server, {nodes} simulated nodes, 2 cores"

@@ -8,13 +8,10 @@
 //! Run: `cargo bench -p coxswain-controllers --bench statefulsets` (`BENCH_STATEFULSETS`,
 //! `BENCH_REPLICAS` change the 100 and 5).
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
@@ -23,47 +20,7 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `/proc/self/status` field in KiB.
-fn status_kib(field: &str) -> u64 {
-    coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
-}
-
-/// User + system CPU seconds of this process.
-fn cpu_seconds() -> f64 {
-    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
-}
-
-/// Child: the controller manager until SIGTERM; then prints "STATS <cpu s> <peak KiB>".
-async fn child(kubeconfig: &str) {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let kube = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
-        leader_elect: false,
-        kube_api_qps: 0.0,
-        secure_port: 0,
-        min_resync_period: Duration::ZERO,
-        ..Default::default()
-    };
-    let registry = coxswain_controllers::builtin();
-    let cancel = coxswain_runtime::manager::shutdown_signal();
-    println!("READY");
-    let result =
-        coxswain_controllers::controller_manager::run(kube, &config, &registry, cancel, |_| {})
-            .await;
-    if let Err(e) = result {
-        eprintln!("controller manager: {e}");
-    }
-    println!("STATS {} {}", cpu_seconds(), status_kib("VmHWM:"));
-}
+mod common;
 
 fn template(name: &str, replicas: usize) -> StatefulSet {
     serde_json::from_value(serde_json::json!({
@@ -108,42 +65,18 @@ async fn wait_all(api: &Api<StatefulSet>, n: usize, replicas: usize, start: Inst
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(pos) = args.iter().position(|a| a == "--child") {
-        child(&args[pos + 1]).await;
+    if common::run_child_if_asked().await {
         return;
     }
-    let n = env_usize("BENCH_STATEFULSETS", 100);
-    let replicas = env_usize("BENCH_REPLICAS", 5);
+    let n = common::env_usize("BENCH_STATEFULSETS", 100);
+    let replicas = common::env_usize("BENCH_REPLICAS", 5);
     let env = coxswain_runtime::envtest::start().await.expect("server");
     let cancel = CancellationToken::new();
     let kubelet = coxswain_runtime::envtest::fake_kubelet(env.client.clone(), None, cancel.clone());
     let kubeconfig = env.server().kubeconfig.display().to_string();
-    let mut cm = Command::new(std::env::current_exe().expect("exe"))
-        .args(["--child", &kubeconfig])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("controller manager child");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = cm.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    assert_eq!(rx.recv().expect("child starts"), "READY");
-    let namespaces: Api<Namespace> = Api::all(env.client.clone());
-    let ns: Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "bench"}})).expect("ns");
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace");
-    let api: Api<StatefulSet> = Api::namespaced(env.client.clone(), "bench");
+    let cm = common::ControllerManagerChild::spawn(&kubeconfig, "*");
+    common::create_namespace(&env.client).await;
+    let api: Api<StatefulSet> = Api::namespaced(env.client.clone(), common::NS);
 
     // scale up: every set from nothing to `replicas`, one pod at a time in ordinal order
     let start = Instant::now();
@@ -191,27 +124,9 @@ async fn main() {
     let rolled_n = wait_all(&api, n, replicas, start).await;
     let roll_took = start.elapsed();
 
-    let pid = cm.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let mut stats = String::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
-        if let Some(s) = line.strip_prefix("STATS ") {
-            stats = s.to_string();
-            break;
-        }
-    }
-    let _ = cm.wait();
+    let (cpu, peak_kib) = cm.stop();
     cancel.cancel();
     let _ = kubelet.await;
-    let mut parts = stats.split_whitespace();
-    let cpu: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
-    let peak_kib: f64 = parts
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN);
     println!("{n} StatefulSets x {replicas} replicas (OrderedReady) on the embedded API server");
     println!(
         "  up:                            {up} of {n} in {:.2} s",

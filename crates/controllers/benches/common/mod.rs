@@ -1,0 +1,131 @@
+//! What the controller benchmarks share: knobs from the environment, the `bench`
+//! namespace, and the controller manager in a child process of the bench binary, so
+//! that its CPU time and peak RSS are its own and not the API server's.
+
+#![allow(dead_code)] // each bench uses its part
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
+use kube::Api;
+
+/// The namespace the benchmarks create their objects in.
+pub const NS: &str = "bench";
+
+/// `name` from the environment as a number, else `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// User + system CPU seconds of this process.
+pub fn cpu_seconds() -> f64 {
+    coxswain_runtime::metrics::process_cpu_seconds().unwrap_or(f64::NAN)
+}
+
+/// A `/proc/self/status` field in KiB.
+pub fn status_kib(field: &str) -> u64 {
+    coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
+}
+
+/// Create the [`NS`] namespace.
+pub async fn create_namespace(client: &kube::Client) {
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": NS}})).expect("ns");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+}
+
+/// When this process was started as [`ControllerManagerChild::spawn`]'s child
+/// (`--child <kubeconfig> <controllers>`), run the controller manager until SIGTERM,
+/// print `STATS <cpu s> <peak KiB>` and return true.
+pub async fn run_child_if_asked() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(pos) = args.iter().position(|a| a == "--child") else {
+        return false;
+    };
+    let kc = kube::config::Kubeconfig::read_from(&args[pos + 1]).expect("kubeconfig");
+    let kube = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    let controllers = args[pos + 2].split(',').map(str::to_string).collect();
+    let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
+        leader_elect: false,
+        kube_api_qps: 0.0,
+        secure_port: 0,
+        min_resync_period: Duration::ZERO,
+        controllers,
+        ..Default::default()
+    };
+    let registry = coxswain_controllers::builtin();
+    let cancel = coxswain_runtime::manager::shutdown_signal();
+    println!("READY");
+    let result =
+        coxswain_controllers::controller_manager::run(kube, &config, &registry, cancel, |_| {})
+            .await;
+    if let Err(e) = result {
+        eprintln!("controller manager: {e}");
+    }
+    println!("STATS {} {}", cpu_seconds(), status_kib("VmHWM:"));
+    true
+}
+
+/// The controller manager running in a child process.
+pub struct ControllerManagerChild {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl ControllerManagerChild {
+    /// Start the controller manager with `controllers` (as `--controllers`, `*` for the
+    /// defaults) against the server of `kubeconfig`; returns once it runs.
+    pub fn spawn(kubeconfig: &str, controllers: &str) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("exe"))
+            .args(["--child", kubeconfig, controllers])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("controller manager child");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        assert_eq!(lines.recv().expect("child starts"), "READY");
+        ControllerManagerChild { child, lines }
+    }
+
+    /// Stop it (SIGTERM) and return its CPU seconds and peak RSS in KiB (NaN when it
+    /// did not say).
+    pub fn stop(mut self) -> (f64, f64) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let mut stats = String::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
+            if let Some(s) = line.strip_prefix("STATS ") {
+                stats = s.to_string();
+                break;
+            }
+        }
+        let _ = self.child.wait();
+        let mut parts = stats
+            .split_whitespace()
+            .map(|v| v.parse::<f64>().unwrap_or(f64::NAN));
+        let cpu = parts.next().unwrap_or(f64::NAN);
+        let peak_kib = parts.next().unwrap_or(f64::NAN);
+        (cpu, peak_kib)
+    }
+}
