@@ -1,5 +1,5 @@
 //! Server-side tables over HTTP, compared with what a real kube-apiserver 1.36 answered
-//! (`shared/reference/kube-apiserver-1.36/tables`) for the same objects: column
+//! (`tests/fixtures/kube-apiserver-1.36/tables`, copied into this crate) for the same objects: column
 //! definitions exactly, cells except ages (and the values that differ on every run:
 //! cluster IPs, UIDs in generated selectors, generated names).
 
