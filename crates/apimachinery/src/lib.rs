@@ -30,5 +30,6 @@ pub mod names;
 pub mod quantity;
 pub mod selector;
 pub mod status;
+pub mod taints;
 pub mod time;
 pub mod tz;

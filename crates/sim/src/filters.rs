@@ -112,27 +112,7 @@ pub fn ports_conflict(wanted: &[(String, String, i32)], used: &[(String, String,
 }
 
 /// Upstream `ToleratesTaint`.
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = t.effect.as_deref().filter(|e| !e.is_empty()) {
-        if effect != taint.effect {
-            return false;
-        }
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    let op = t.operator.as_deref().unwrap_or("Equal");
-    if key.is_empty() {
-        // an empty key with Exists matches every taint
-        return op == "Exists";
-    }
-    if key != taint.key {
-        return false;
-    }
-    match op {
-        "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-        _ => false,
-    }
-}
+pub use apimachinery::taints::tolerates;
 
 /// The first NoSchedule/NoExecute taint of `taints` that `tolerations` do not tolerate.
 pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, PodTemplateSpec, Taint, Toleration,
+    PodSpec, PodTemplateSpec, Toleration,
 };
 
 use crate::deployment::util::scaling::scaled_value;
@@ -270,26 +270,7 @@ pub fn is_rolling_update(ds: &DaemonSet) -> bool {
 }
 
 /// Upstream `ToleratesTaint`.
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = t.effect.as_deref().filter(|e| !e.is_empty()) {
-        if effect != taint.effect {
-            return false;
-        }
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    let op = t.operator.as_deref().unwrap_or("");
-    if key.is_empty() {
-        return op == "Exists";
-    }
-    if key != taint.key {
-        return false;
-    }
-    match op {
-        "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-        _ => false,
-    }
-}
+pub use apimachinery::taints::tolerates;
 
 fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> Option<bool> {
     let values = r.values.as_deref().unwrap_or(&[]);

@@ -1,5 +1,6 @@
 use super::*;
 use k8s_openapi::api::apps::v1::{DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet};
+use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, NodeSpec, PreferredSchedulingTerm, ResourceRequirements,
 };
