@@ -22,6 +22,7 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod endpointutil;
 pub mod garbagecollector;
 pub mod history;
 pub mod job;
