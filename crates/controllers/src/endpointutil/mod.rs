@@ -3,7 +3,7 @@
 //! `trigger_time_tracker.go`) and `pkg/api/v1/pod` (`FindPort`, `IsPodReady`).
 //!
 //! - [`should_pod_be_in_endpoints`]: which pods become endpoints at all (an IP, not
-//!   terminal for its restart policy, terminating ones only when asked);
+//!   terminal, terminating ones only when asked);
 //! - [`is_pod_ready`]: the pod's `Ready` condition;
 //! - [`find_port`]: a Service port's target port in a pod (a number as is, a name looked
 //!   up among the containers' named ports of the same protocol);
@@ -36,12 +36,16 @@ pub use trigger_time::TriggerTimeTracker;
 pub const LAST_CHANGE_TRIGGER_TIME_ANNOTATION: &str =
     "endpoints.kubernetes.io/last-change-trigger-time";
 
-/// Whether the pod should be an endpoint (upstream `ShouldPodBeInEndpoints`): it has an
-/// IP; it is not being deleted unless `include_terminating`; and it has not reached a
-/// phase its restart policy never leaves (`Never`: `Succeeded` or `Failed`; `OnFailure`:
-/// `Succeeded`; `Always`: none).
+/// Whether the pod should be an endpoint (upstream `ShouldPodBeInEndpoints`, as in
+/// `k8s.io/endpointslice/util`): not terminal (`Succeeded` or `Failed`, whatever its
+/// restart policy), it has an IP, and it is not being deleted unless
+/// `include_terminating`.
 pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
     let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return false;
+    }
     let has_ip = status.is_some_and(|s| {
         s.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty())
             || s.pod_ips.as_ref().is_some_and(|ips| !ips.is_empty())
@@ -49,15 +53,7 @@ pub fn should_pod_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool 
     if !has_ip {
         return false;
     }
-    if !include_terminating && pod.metadata.deletion_timestamp.is_some() {
-        return false;
-    }
-    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
-    match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
-        Some("Never") => phase != "Failed" && phase != "Succeeded",
-        Some("OnFailure") => phase != "Succeeded",
-        _ => true,
-    }
+    include_terminating || pod.metadata.deletion_timestamp.is_none()
 }
 
 /// Whether the endpoint of `pod` in `svc` carries the pod's hostname (upstream
@@ -80,9 +76,10 @@ pub struct NoSuitablePort {
     pub uid: String,
 }
 
-/// The container port a Service port targets in `pod` (upstream `FindPort`): a numeric
-/// `targetPort` as is; a named one is looked up among the named ports of the pod's
-/// containers with the Service port's protocol (`TCP` when unset on either side). An
+/// The container port a Service port targets in `pod` (upstream `FindPort`, as in
+/// `k8s.io/endpointslice`): a numeric `targetPort` as is; a named one is looked up among
+/// the named ports of the pod's containers, then of its sidecars (init containers with
+/// `restartPolicy: Always`), with the Service port's protocol (`TCP` when unset on either side). An
 /// unset `targetPort` is the Service port's own number (the API server's default).
 pub fn find_port(pod: &Pod, svc_port: &ServicePort) -> Result<i32, NoSuitablePort> {
     let protocol = svc_port.protocol.as_deref().unwrap_or("TCP");
@@ -90,8 +87,17 @@ pub fn find_port(pod: &Pod, svc_port: &ServicePort) -> Result<i32, NoSuitablePor
         None => return Ok(svc_port.port),
         Some(IntOrString::Int(n)) => return Ok(*n),
         Some(IntOrString::String(name)) => {
-            let containers = pod.spec.iter().flat_map(|s| s.containers.iter());
-            for port in containers.flat_map(|c| c.ports.iter().flatten()) {
+            // the containers, then the sidecars (init containers restarting Always)
+            let spec = pod.spec.as_ref();
+            let containers = spec.into_iter().flat_map(|s| s.containers.iter());
+            let sidecars = spec
+                .into_iter()
+                .flat_map(|s| s.init_containers.iter().flatten())
+                .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+            for port in containers
+                .chain(sidecars)
+                .flat_map(|c| c.ports.iter().flatten())
+            {
                 if port.name.as_deref() == Some(name.as_str())
                     && port.protocol.as_deref().unwrap_or("TCP") == protocol
                 {

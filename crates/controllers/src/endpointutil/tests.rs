@@ -137,13 +137,15 @@ fn should_pod_be_in_endpoints_table() {
             false,
             false,
         ),
-        // in endpoints
+        // a terminal pod is out whatever its restart policy (the staging
+        // k8s.io/endpointslice table; the older pkg/controller/util table had it in)
         (
             "Failed pod with Always RestartPolicy",
             pod_with(Some("Always"), "Failed", "1.2.3.4", &[], false),
             false,
-            true,
+            false,
         ),
+        // in endpoints
         (
             "Pending pod with Never RestartPolicy",
             pod_with(Some("Never"), "Pending", "1.2.3.4", &[], false),
@@ -681,6 +683,25 @@ fn find_port_table() {
     assert_eq!(find_port(&pod, &p), Ok(80));
     p.target_port = Some(s("http"));
     assert_eq!(find_port(&pod, &p), Ok(8080));
+    // a named port of a sidecar (an init container that restarts Always) counts; one
+    // of a plain init container does not
+    let init = |restart: Option<&str>| Container {
+        name: "init".into(),
+        restart_policy: restart.map(str::to_string),
+        ports: Some(vec![ContainerPort {
+            name: Some("metrics".into()),
+            container_port: 9090,
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    p.target_port = Some(s("metrics"));
+    let mut with_sidecar = pod.clone();
+    with_sidecar.spec.as_mut().unwrap().init_containers = Some(vec![init(Some("Always"))]);
+    assert_eq!(find_port(&with_sidecar, &p), Ok(9090));
+    let mut with_init = pod.clone();
+    with_init.spec.as_mut().unwrap().init_containers = Some(vec![init(None)]);
+    assert!(find_port(&with_init, &p).is_err());
 }
 
 #[test]
