@@ -59,6 +59,18 @@ pub struct Args {
     /// number = more responsive daemonsets, but more CPU (and network) load.
     #[arg(long, default_value_t = 2)]
     concurrent_daemonset_syncs: usize,
+    /// The number of service endpoint syncing operations that will be done
+    /// concurrently (the EndpointSlice controller's workers).
+    #[arg(long, default_value_t = 5)]
+    concurrent_service_endpoint_syncs: usize,
+    /// The maximum number of endpoints that will be added to an EndpointSlice (1 to
+    /// 1000).
+    #[arg(long, default_value_t = 100)]
+    max_endpoints_per_slice: usize,
+    /// The length of endpoint slice updates batching period: pod changes are processed
+    /// after this delay, batching them.
+    #[arg(long, default_value = "0s", value_parser = go_duration)]
+    endpointslice_updates_batch_period: Duration,
     /// Enables the generic garbage collector.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
     enable_garbage_collector: bool,
@@ -139,6 +151,9 @@ impl Args {
         o.podgc.terminated_pod_gc_threshold = self.terminated_pod_gc_threshold;
         o.statefulset.concurrent_statefulset_syncs = self.concurrent_statefulset_syncs;
         o.daemonset.concurrent_daemonset_syncs = self.concurrent_daemonset_syncs;
+        o.endpoint_slice.concurrent_service_endpoint_syncs = self.concurrent_service_endpoint_syncs;
+        o.endpoint_slice.max_endpoints_per_slice = self.max_endpoints_per_slice;
+        o.endpoint_slice.endpoint_updates_batch_period = self.endpointslice_updates_batch_period;
         o.garbage_collector.enable_garbage_collector = self.enable_garbage_collector;
         o.garbage_collector.concurrent_gc_syncs = self.concurrent_gc_syncs;
         o.namespace.concurrent_namespace_syncs = self.concurrent_namespace_syncs;

@@ -11,7 +11,8 @@
 //! [`deployment`] the Deployment controller; [`daemon`] the DaemonSet controller; [`garbagecollector`] and [`namespace`] make
 //! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
-//! housekeeping controllers.
+//! housekeeping controllers; [`endpointslice`] the EndpointSlice controller, with the pod and
+//! Service helpers of [`endpointutil`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod endpointslice;
 pub mod endpointutil;
 pub mod garbagecollector;
 pub mod history;
@@ -55,6 +57,7 @@ pub fn builtin() -> Registry {
         clusterroleaggregation::descriptor(),
         job::descriptor(),
         statefulset::descriptor(),
+        endpointslice::descriptor(),
     ])
 }
 
@@ -74,6 +77,7 @@ mod tests {
             "cronjob-controller",
             "ttl-after-finished-controller",
             "pod-garbage-collector-controller",
+            "endpointslice-controller",
         ] {
             assert!(names.contains(&name), "{name}");
         }

@@ -49,6 +49,8 @@ pub struct ControllerManagerOptions {
     pub service_account: crate::serviceaccount::ServiceAccountControllerOptions,
     /// `statefulset-controller`.
     pub statefulset: crate::statefulset::StatefulSetControllerOptions,
+    /// `endpointslice-controller`.
+    pub endpoint_slice: crate::endpointslice::EndpointSliceControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off
