@@ -6,6 +6,7 @@ mod common;
 mod cronjob;
 mod daemonset;
 mod deployment;
+mod endpointslice;
 mod gc;
 mod job;
 mod namespace;
