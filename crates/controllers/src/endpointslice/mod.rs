@@ -311,8 +311,15 @@ impl Reconciler for EndpointSliceReconciler {
             tracing::info!(service = %key, "retry budget exceeded, dropping service out of the queue");
             return Ok(Action::Done);
         }
-        self.sync(&key).await.map_err(ReconcileError::from)?;
-        Ok(Action::Done)
+        match self.sync(&key).await {
+            Ok(()) => Ok(Action::Done),
+            // upstream requeues with the rate limiter; an expected wait, not a failure
+            Err(SyncError::StaleInformerCache) => {
+                tracing::debug!(service = %key, "EndpointSlice informer cache is out of date, retrying");
+                Ok(Action::Requeue)
+            }
+            Err(e) => Err(ReconcileError::from(e)),
+        }
     }
 }
 
