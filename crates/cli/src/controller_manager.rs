@@ -102,6 +102,28 @@ pub struct Args {
     /// worker and has no flag).
     #[arg(long, default_value_t = 1)]
     concurrent_serviceaccount_syncs: usize,
+    /// The number of endpoint syncing operations that will be done concurrently. Larger
+    /// number = faster endpoint updating, but more CPU (and network) load.
+    #[arg(long, default_value_t = 5)]
+    concurrent_endpoint_syncs: usize,
+    /// Length of endpoint updates batching period. Processing of pod changes will be
+    /// delayed by this duration to join them with potential upcoming updates and reduce
+    /// the overall number of endpoints updates.
+    #[arg(long, default_value = "0s", value_parser = go_duration)]
+    endpoint_updates_batch_period: Duration,
+    /// The number of service endpoint syncing operations that will be done concurrently
+    /// by the endpointslice-mirroring-controller.
+    #[arg(long, default_value_t = 5)]
+    mirroring_concurrent_service_endpoint_syncs: usize,
+    /// The maximum number of endpoints that will be added to an EndpointSlice by the
+    /// endpointslice-mirroring-controller (1 to 1000).
+    #[arg(long, default_value_t = 1000)]
+    mirroring_max_endpoints_per_subset: usize,
+    /// The length of EndpointSlice updates batching period for
+    /// endpointslice-mirroring-controller: processing of EndpointSlice changes is delayed
+    /// by this duration to join them with potential upcoming updates.
+    #[arg(long, default_value = "0s", value_parser = go_duration)]
+    mirroring_endpointslice_updates_batch_period: Duration,
     /// Queries per second to the API server (0: unlimited).
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f32,
@@ -161,6 +183,14 @@ impl Args {
         o.namespace.namespace_sync_period = self.namespace_sync_period;
         o.service_account.concurrent_serviceaccount_syncs = self.concurrent_serviceaccount_syncs;
         o.service_account.root_ca = root_ca;
+        o.endpoint.concurrent_endpoint_syncs = self.concurrent_endpoint_syncs;
+        o.endpoint.endpoint_updates_batch_period = self.endpoint_updates_batch_period;
+        o.endpointslice_mirroring.concurrent_service_endpoint_syncs =
+            self.mirroring_concurrent_service_endpoint_syncs;
+        o.endpointslice_mirroring.max_endpoints_per_subset =
+            self.mirroring_max_endpoints_per_subset;
+        o.endpointslice_mirroring.endpoint_updates_batch_period =
+            self.mirroring_endpointslice_updates_batch_period;
         o
     }
 

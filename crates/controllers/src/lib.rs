@@ -23,7 +23,9 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod endpoint;
 pub mod endpointslice;
+pub mod endpointslicemirroring;
 pub mod endpointutil;
 pub mod garbagecollector;
 pub mod history;
@@ -58,6 +60,8 @@ pub fn builtin() -> Registry {
         job::descriptor(),
         statefulset::descriptor(),
         endpointslice::descriptor(),
+        endpoint::descriptor(),
+        endpointslicemirroring::descriptor(),
     ])
 }
 

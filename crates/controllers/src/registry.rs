@@ -51,6 +51,11 @@ pub struct ControllerManagerOptions {
     pub statefulset: crate::statefulset::StatefulSetControllerOptions,
     /// `endpointslice-controller`.
     pub endpoint_slice: crate::endpointslice::EndpointSliceControllerOptions,
+    /// `endpoints-controller`.
+    pub endpoint: crate::endpoint::EndpointControllerOptions,
+    /// `endpointslice-mirroring-controller`.
+    pub endpointslice_mirroring:
+        crate::endpointslicemirroring::EndpointSliceMirroringControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

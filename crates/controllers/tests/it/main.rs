@@ -6,6 +6,7 @@ mod common;
 mod cronjob;
 mod daemonset;
 mod deployment;
+mod endpoint;
 mod endpointslice;
 mod gc;
 mod job;
