@@ -372,6 +372,39 @@ mod tests {
         assert_eq!(o.ttl_after_finished.concurrent_ttl_syncs, 3);
         assert_eq!(o.podgc.terminated_pod_gc_threshold, -1);
     }
+
+    #[test]
+    fn endpoint_controller_flags() {
+        let o = options(&[]);
+        assert_eq!(o.endpoint.concurrent_endpoint_syncs, 5);
+        assert_eq!(o.endpoint.endpoint_updates_batch_period, Duration::ZERO);
+        assert_eq!(
+            o.endpointslice_mirroring.concurrent_service_endpoint_syncs,
+            5
+        );
+        assert_eq!(o.endpointslice_mirroring.max_endpoints_per_subset, 1000);
+        let o = options(&[
+            "--concurrent-endpoint-syncs=3",
+            "--endpoint-updates-batch-period=500ms",
+            "--mirroring-concurrent-service-endpoint-syncs=2",
+            "--mirroring-max-endpoints-per-subset=100",
+            "--mirroring-endpointslice-updates-batch-period=1s",
+        ]);
+        assert_eq!(o.endpoint.concurrent_endpoint_syncs, 3);
+        assert_eq!(
+            o.endpoint.endpoint_updates_batch_period,
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            o.endpointslice_mirroring.concurrent_service_endpoint_syncs,
+            2
+        );
+        assert_eq!(o.endpointslice_mirroring.max_endpoints_per_subset, 100);
+        assert_eq!(
+            o.endpointslice_mirroring.endpoint_updates_batch_period,
+            Duration::from_secs(1)
+        );
+    }
 }
 
 #[cfg(test)]

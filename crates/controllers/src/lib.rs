@@ -11,8 +11,10 @@
 //! [`deployment`] the Deployment controller; [`daemon`] the DaemonSet controller; [`garbagecollector`] and [`namespace`] make
 //! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
-//! housekeeping controllers; [`endpointslice`] the EndpointSlice controller, with the pod and
-//! Service helpers of [`endpointutil`].
+//! housekeeping controllers; [`endpointslice`] keeps the EndpointSlices of Services with a
+//! selector, [`endpoint`] their `v1` Endpoints, [`endpointslicemirroring`] mirrors the
+//! hand-written Endpoints of Services without one to EndpointSlices; all three use the pod
+//! and Service helpers of [`endpointutil`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -78,6 +80,8 @@ mod tests {
         assert!(!names.contains(&"replicationcontroller-controller"));
         // the batch controllers are on by default, under upstream's names and aliases
         for name in [
+            "endpoints-controller",
+            "endpointslice-mirroring-controller",
             "cronjob-controller",
             "ttl-after-finished-controller",
             "pod-garbage-collector-controller",
