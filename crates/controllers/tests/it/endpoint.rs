@@ -334,5 +334,40 @@ async fn custom_endpoints_of_a_selectorless_service_are_mirrored() {
         s.is_empty()
     })
     .await;
+
+    // written again, mirrored again; the Service gains a selector: the Endpoints become
+    // the endpoints controller's, the mirrored slices go
+    endpoints
+        .create(&PostParams::default(), &ep)
+        .await
+        .expect("endpoints created again");
+    wait_slices(&slices, "db", "mirrored after re-creation", |s| {
+        s.len() == 2
+    })
+    .await;
+    services
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"selector": {"app": "db"}}})),
+        )
+        .await
+        .expect("selector added");
+    wait_slices(
+        &slices,
+        "db",
+        "no slices once the Service selects pods",
+        |s| s.is_empty(),
+    )
+    .await;
+    let e = wait_addresses(&endpoints, "db", (&[], &[])).await;
+    assert_eq!(
+        e.metadata
+            .labels
+            .unwrap_or_default()
+            .get("endpoints.kubernetes.io/managed-by")
+            .map(String::as_str),
+        Some("endpoint-controller")
+    );
     h.stop().await;
 }
