@@ -18,8 +18,10 @@
 //! goes, or gains or loses its selector) and its own slices (changed or deleted by
 //! someone else, after `--mirroring-endpointslice-updates-batch-period`). A
 //! [`tracker::SliceTracker`] recognises its own writes coming back, and a slice cache
-//! older than them makes the sync wait for the cache rather than act on it.
+//! older than them makes the sync wait for the cache rather than act on it. Upstream's
+//! per-sync histograms and slice-change counter are exported ([`metrics`]).
 
+pub mod metrics;
 pub mod reconciler;
 pub mod tracker;
 
@@ -239,6 +241,8 @@ pub fn endpointslice_mirroring_controller(
     options: &EndpointSliceMirroringControllerOptions,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
+    // registered from the start, as upstream's
+    metrics::metrics();
     let tracker = Arc::new(SliceTracker::default());
     let reconciler = MirroringReconciler {
         endpoints: cache.informer::<Endpoints>().store().clone(),
@@ -345,6 +349,11 @@ impl MirroringReconciler {
         }
         let existing: Vec<EndpointSlice> = slices.iter().map(|s| (**s).clone()).collect();
         let plan = reconciler::plan(&endpoints, &existing, self.max_endpoints_per_subset);
+        let m = metrics::metrics();
+        m.skipped.observe(plan.skipped_addresses as f64);
+        m.added.observe(plan.totals.added as f64);
+        m.updated.observe(plan.totals.updated as f64);
+        m.removed.observe(plan.totals.removed as f64);
 
         let reference = object_reference(endpoints.as_ref());
         if plan.invalid_addresses > 0 {
@@ -390,7 +399,10 @@ impl MirroringReconciler {
         if endpoints.metadata.deletion_timestamp.is_none() {
             for s in &plan.to_create {
                 match api.create(&PostParams::default(), s).await {
-                    Ok(created) => self.tracker.update(&created),
+                    Ok(created) => {
+                        self.tracker.update(&created);
+                        metrics::metrics().change("create");
+                    }
                     Err(e) if is_namespace_terminating(&e) => return Ok(()),
                     Err(e) => {
                         return Err(ReconcileError::msg(format!(
@@ -403,7 +415,10 @@ impl MirroringReconciler {
         for s in &plan.to_update {
             let slice_name = s.metadata.name.as_deref().unwrap_or_default();
             match api.replace(slice_name, &PostParams::default(), s).await {
-                Ok(updated) => self.tracker.update(&updated),
+                Ok(updated) => {
+                    self.tracker.update(&updated);
+                    metrics::metrics().change("update");
+                }
                 Err(e) => {
                     return Err(ReconcileError::msg(format!(
                         "failed to update {slice_name} EndpointSlice for Endpoints {namespace}/{name}: {e}"
@@ -414,7 +429,10 @@ impl MirroringReconciler {
         for s in &plan.to_delete {
             let slice_name = s.metadata.name.as_deref().unwrap_or_default();
             match api.delete(slice_name, &DeleteParams::default()).await {
-                Ok(_) => self.tracker.expect_deletion(s),
+                Ok(_) => {
+                    self.tracker.expect_deletion(s);
+                    metrics::metrics().change("delete");
+                }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => {
                     return Err(ReconcileError::msg(format!(
@@ -429,7 +447,12 @@ impl MirroringReconciler {
 
 impl Reconciler for MirroringReconciler {
     async fn reconcile(&self, ctx: Context, key: ObjectKey) -> ReconcileResult {
-        match self.sync(&key).await {
+        let started = std::time::Instant::now();
+        let result = self.sync(&key).await;
+        metrics::metrics()
+            .sync_duration
+            .observe(started.elapsed().as_secs_f64());
+        match result {
             Ok(()) => Ok(Action::Done),
             Err(e) if ctx.retries + 1 >= MAX_RETRIES => {
                 tracing::info!(endpoints = %key, error = %e, "retry budget exceeded, dropping Endpoints out of the queue");

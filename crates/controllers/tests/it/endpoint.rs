@@ -369,5 +369,17 @@ async fn custom_endpoints_of_a_selectorless_service_are_mirrored() {
             .map(String::as_str),
         Some("endpoint-controller")
     );
+
+    // slice writes are counted by operation, as upstream's changes metric
+    let text = coxswain_runtime::metrics::global().encode();
+    for op in ["create", "update", "delete"] {
+        assert!(
+            text.contains(&format!(
+                "endpoint_slice_mirroring_controller_changes_total{{operation=\"{op}\"}}"
+            )),
+            "{op} in {text}"
+        );
+    }
+    assert!(text.contains("endpoint_slice_mirroring_controller_endpoints_added_per_sync_count"));
     h.stop().await;
 }
