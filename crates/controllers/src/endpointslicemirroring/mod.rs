@@ -89,6 +89,34 @@ impl Default for EndpointSliceMirroringControllerOptions {
     }
 }
 
+impl EndpointSliceMirroringControllerOptions {
+    /// Upstream's option validation: 1 to 50 workers, 1 to 1000 endpoints per subset.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        let workers = self.concurrent_service_endpoint_syncs;
+        if workers < 1 {
+            errors.push(format!(
+                "mirroring-concurrent-service-endpoint-syncs must not be less than 1, but got {workers}"
+            ));
+        } else if workers > 50 {
+            errors.push(format!(
+                "mirroring-concurrent-service-endpoint-syncs must not be more than 50, but got {workers}"
+            ));
+        }
+        let max = self.max_endpoints_per_subset;
+        if max < 1 {
+            errors.push(format!(
+                "mirroring-max-endpoints-per-subset must not be less than 1, but got {max}"
+            ));
+        } else if max > 1000 {
+            errors.push(format!(
+                "mirroring-max-endpoints-per-subset must not be more than 1000, but got {max}"
+            ));
+        }
+        errors
+    }
+}
+
 /// The registry entry: `endpointslice-mirroring-controller`, alias
 /// `endpointslicemirroring`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -98,12 +126,9 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let o = &ctx.options.endpointslice_mirroring;
-            if o.max_endpoints_per_subset == 0 || o.max_endpoints_per_subset > 1000 {
-                // upstream validation: 1..=1000
-                return Err(format!(
-                    "mirroring-max-endpoints-per-subset must be between 1 and 1000, got {}",
-                    o.max_endpoints_per_subset
-                ));
+            let errors = o.validate();
+            if !errors.is_empty() {
+                return Err(errors.join(", "));
             }
             Ok(Some(Box::new(endpointslice_mirroring_controller(
                 ctx.manager,
@@ -261,10 +286,7 @@ pub fn endpointslice_mirroring_controller(
         )),
         Box::new(BucketRateLimiter::new(10.0, 100)),
     ];
-    let workers = match options.concurrent_service_endpoint_syncs {
-        0 => EndpointSliceMirroringControllerOptions::default().concurrent_service_endpoint_syncs,
-        n => n,
-    };
+    let workers = options.concurrent_service_endpoint_syncs.max(1);
     ControllerBuilder::new(cache)
         .named(CONTROLLER_NAME)
         .with_options(

@@ -788,3 +788,32 @@ fn tracker_recognises_own_writes_and_stale_caches() {
     t.delete_owner("test", "svc");
     assert!(!t.has(&s2));
 }
+
+/// Upstream `TestValidateControllersOptions` (the mirroring cases).
+#[test]
+fn options_are_validated_as_upstream() {
+    use super::EndpointSliceMirroringControllerOptions as O;
+    assert!(O::default().validate().is_empty());
+    let o = |workers, max| O {
+        concurrent_service_endpoint_syncs: workers,
+        max_endpoints_per_subset: max,
+        ..O::default()
+    };
+    assert!(o(50, 1).validate().is_empty());
+    assert_eq!(
+        o(0, 1000).validate(),
+        ["mirroring-concurrent-service-endpoint-syncs must not be less than 1, but got 0"]
+    );
+    assert_eq!(
+        o(51, 1000).validate(),
+        ["mirroring-concurrent-service-endpoint-syncs must not be more than 50, but got 51"]
+    );
+    assert_eq!(
+        o(10, 0).validate(),
+        ["mirroring-max-endpoints-per-subset must not be less than 1, but got 0"]
+    );
+    assert_eq!(
+        o(10, 1001).validate(),
+        ["mirroring-max-endpoints-per-subset must not be more than 1000, but got 1001"]
+    );
+}
