@@ -775,28 +775,23 @@ fn sync_headless_services() {
 
 #[test]
 fn sync_excludes_terminal_pods() {
-    // TestSyncEndpointsItemsExcludeNotReadyPodsWithRestartPolicy{Never,OnFailure}AndPhase*
+    // TestSyncEndpointsItemsExcludeNotReadyPodsWithRestartPolicy{Never,OnFailure}AndPhase*:
+    // as k8s.io/endpointslice's ShouldPodBeInEndpoints, a terminal pod (Succeeded or
+    // Failed) is never an endpoint, whatever its restart policy
     let ns = "other";
     let svc = service(ns, Some(&[("foo", "bar")]), vec![tcp(80, 8080)]);
     for (policy, phase) in [
         ("Never", "Failed"),
         ("Never", "Succeeded"),
         ("OnFailure", "Succeeded"),
+        ("OnFailure", "Failed"),
+        ("Always", "Failed"),
     ] {
         let cur = existing(ns, labels(&[("foo", "bar")]), vec![]);
         let got = sync(&svc, &terminal_pods(ns, 1, policy, phase), Some(&cur)).unwrap();
         assert_eq!(got.metadata.labels, managed_headless(), "{policy} {phase}");
         assert_eq!(got.subsets, None, "{policy} {phase}");
     }
-    // a not-ready pod that may still run is a not-ready address
-    let got = sync(&svc, &terminal_pods(ns, 1, "OnFailure", "Failed"), None).unwrap();
-    assert_eq!(
-        got.subsets.unwrap()[0]
-            .not_ready_addresses
-            .as_ref()
-            .map(Vec::len),
-        Some(1)
-    );
 }
 
 #[test]
