@@ -39,6 +39,7 @@ pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
+pub mod tainteviction;
 pub mod ttlafterfinished;
 
 use registry::Registry;
@@ -64,6 +65,7 @@ pub fn builtin() -> Registry {
         endpointslice::descriptor(),
         endpoint::descriptor(),
         endpointslicemirroring::descriptor(),
+        tainteviction::descriptor(),
     ])
 }
 

@@ -56,6 +56,8 @@ pub struct ControllerManagerOptions {
     /// `endpointslice-mirroring-controller`.
     pub endpointslice_mirroring:
         crate::endpointslicemirroring::EndpointSliceMirroringControllerOptions,
+    /// `taint-eviction-controller`.
+    pub taint_eviction: crate::tainteviction::TaintEvictionControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

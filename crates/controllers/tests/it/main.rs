@@ -15,4 +15,5 @@ mod podgc;
 mod replicaset;
 mod small;
 mod statefulset;
+mod tainteviction;
 mod ttl;
