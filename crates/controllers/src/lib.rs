@@ -40,6 +40,7 @@ pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod tainteviction;
+pub mod ttl;
 pub mod ttlafterfinished;
 
 use registry::Registry;
@@ -66,6 +67,7 @@ pub fn builtin() -> Registry {
         endpoint::descriptor(),
         endpointslicemirroring::descriptor(),
         tainteviction::descriptor(),
+        ttl::descriptor(),
     ])
 }
 

@@ -58,6 +58,8 @@ pub struct ControllerManagerOptions {
         crate::endpointslicemirroring::EndpointSliceMirroringControllerOptions,
     /// `taint-eviction-controller`.
     pub taint_eviction: crate::tainteviction::TaintEvictionControllerOptions,
+    /// `ttl-controller`.
+    pub ttl: crate::ttl::TtlControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

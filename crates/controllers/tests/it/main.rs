@@ -17,3 +17,4 @@ mod small;
 mod statefulset;
 mod tainteviction;
 mod ttl;
+mod ttl_controller;
