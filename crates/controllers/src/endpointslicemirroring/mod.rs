@@ -172,6 +172,14 @@ fn service_name_label(slice: &EndpointSlice) -> Option<&String> {
         .and_then(|l| l.get(LABEL_SERVICE_NAME))
 }
 
+/// Whether the slice is one this controller mirrored for the Endpoints
+/// `namespace/name` (upstream `endpointSlicesMirroredForService`'s selector).
+pub fn mirrored_for(slice: &EndpointSlice, namespace: &str, name: &str) -> bool {
+    slice.metadata.namespace.as_deref() == Some(namespace)
+        && managed_by_us(slice)
+        && service_name_label(slice).is_some_and(|n| n == name)
+}
+
 /// The Endpoints a slice mirrors (upstream `endpointsControllerKey`).
 fn endpoints_key(slice: &EndpointSlice) -> Option<ObjectKey> {
     let name = service_name_label(slice).filter(|n| !n.is_empty())?;
@@ -318,7 +326,7 @@ impl MirroringReconciler {
         self.slices
             .list_namespace(namespace)
             .into_iter()
-            .filter(|s| managed_by_us(s) && service_name_label(s).is_some_and(|n| n == name))
+            .filter(|s| mirrored_for(s, namespace, name))
             .collect()
     }
 

@@ -817,3 +817,139 @@ fn options_are_validated_as_upstream() {
         ["mirroring-max-endpoints-per-subset must not be more than 1000, but got 1001"]
     );
 }
+
+/// Upstream `TestShouldMirror`.
+#[test]
+fn should_mirror_table() {
+    let ep = |labels, annotations| Endpoints {
+        metadata: ObjectMeta {
+            name: Some("test-endpoints".into()),
+            labels,
+            annotations,
+            ..Default::default()
+        },
+        subsets: None,
+    };
+    assert!(super::should_mirror(&ep(None, None)), "Standard Endpoints");
+    assert!(
+        !super::should_mirror(&ep(map(&[(LABEL_SKIP_MIRROR, "true")]), None)),
+        "skip-mirror=true"
+    );
+    assert!(
+        super::should_mirror(&ep(map(&[(LABEL_SKIP_MIRROR, "invalid")]), None)),
+        "skip-mirror=invalid"
+    );
+    assert!(
+        !super::should_mirror(&ep(None, map(&[(super::LEADER_ELECTION_ANNOTATION, "")]))),
+        "leader election annotation"
+    );
+}
+
+/// Upstream `TestEndpointSlicesMirroredForService`.
+#[test]
+fn slices_mirrored_for_service_table() {
+    let slice = |ns: &str, labels| EndpointSlice {
+        metadata: ObjectMeta {
+            name: Some("example-1".into()),
+            namespace: Some(ns.into()),
+            labels,
+            ..Default::default()
+        },
+        address_type: "IPv4".into(),
+        endpoints: None,
+        ports: None,
+    };
+    let other = format!("{MANAGED_BY}foo");
+    let cases = [
+        (
+            "matching",
+            slice(
+                "ns1",
+                map(&[(LABEL_SERVICE_NAME, "svc1"), (LABEL_MANAGED_BY, MANAGED_BY)]),
+            ),
+            true,
+        ),
+        (
+            "different namespace",
+            slice(
+                "ns2",
+                map(&[(LABEL_SERVICE_NAME, "svc1"), (LABEL_MANAGED_BY, MANAGED_BY)]),
+            ),
+            false,
+        ),
+        (
+            "different service name",
+            slice(
+                "ns1",
+                map(&[(LABEL_SERVICE_NAME, "svc2"), (LABEL_MANAGED_BY, MANAGED_BY)]),
+            ),
+            false,
+        ),
+        (
+            "different controller name",
+            slice(
+                "ns1",
+                map(&[(LABEL_SERVICE_NAME, "svc1"), (LABEL_MANAGED_BY, &other)]),
+            ),
+            false,
+        ),
+        (
+            "missing controller name",
+            slice("ns1", map(&[(LABEL_SERVICE_NAME, "svc1")])),
+            false,
+        ),
+        (
+            "missing service name",
+            slice("ns1", map(&[(LABEL_MANAGED_BY, MANAGED_BY)])),
+            false,
+        ),
+    ];
+    for (name, s, want) in cases {
+        assert_eq!(super::mirrored_for(&s, "ns1", "svc1"), want, "{name}");
+    }
+}
+
+/// Upstream `generateAddresses`.
+fn generate_addresses(n: usize) -> Vec<EndpointAddress> {
+    (0..n)
+        .map(|i| EndpointAddress {
+            ip: format!("10.0.{}.{}", i / 255, i % 255),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Upstream `TestSyncEndpoints`' size cases: 1000 addresses fit one slice, the 1001st is
+/// skipped (and reported).
+#[test]
+fn at_most_max_endpoints_per_subset_are_mirrored() {
+    for (n, skipped) in [(1000, 0), (1001, 1)] {
+        let endpoints = Endpoints {
+            metadata: ObjectMeta {
+                name: Some("testing-sync-endpoints".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            subsets: Some(vec![EndpointSubset {
+                ports: Some(vec![CorePort {
+                    port: 80,
+                    ..Default::default()
+                }]),
+                addresses: Some(generate_addresses(n)),
+                not_ready_addresses: None,
+            }]),
+        };
+        let p = plan(&endpoints, &[], 1000);
+        assert_eq!(p.to_create.len(), 1, "{n}");
+        assert_eq!(
+            p.to_create[0].endpoints.as_ref().map(Vec::len),
+            Some(1000),
+            "{n}"
+        );
+        assert_eq!(
+            (p.skipped_addresses, p.invalid_addresses),
+            (skipped, 0),
+            "{n}"
+        );
+    }
+}
