@@ -68,6 +68,9 @@ fn sub_kind(sub: Subresource) -> (&'static str, &'static str, &'static str) {
     match sub {
         Subresource::Scale => ("autoscaling", "v1", "Scale"),
         Subresource::Binding => ("", "", "Binding"),
+        Subresource::Exec => ("", "", "PodExecOptions"),
+        Subresource::Attach => ("", "", "PodAttachOptions"),
+        Subresource::PortForward => ("", "", "PodPortForwardOptions"),
         _ => ("", "", ""),
     }
 }

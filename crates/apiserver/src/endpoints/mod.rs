@@ -15,6 +15,7 @@ pub mod http;
 pub mod managed;
 pub mod negotiate;
 pub mod openapi;
+mod podlog;
 mod read;
 pub mod request;
 pub mod table;
@@ -252,6 +253,27 @@ impl Api {
             }
             r => r,
         };
+        match target.subresource {
+            Some(Subresource::Log) if method == Method::GET => {
+                return self.pod_log(&target, query);
+            }
+            Some(Subresource::Exec | Subresource::Attach | Subresource::PortForward)
+                if method == Method::GET || method == Method::POST =>
+            {
+                return self.pod_connect(&target, query);
+            }
+            Some(
+                Subresource::Log
+                | Subresource::Exec
+                | Subresource::Attach
+                | Subresource::PortForward,
+            ) => {
+                return Err(ApiError::method_not_allowed(
+                    "the server does not allow this method on the requested resource",
+                ));
+            }
+            _ => {}
+        }
         if target.subresource == Some(Subresource::Binding) && method != Method::POST {
             return Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",

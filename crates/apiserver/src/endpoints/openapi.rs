@@ -232,6 +232,103 @@ fn binding_post(r: &ResourceDef, schema: &str, ns: bool) -> Value {
     )
 }
 
+/// GET of `pods/log` (`readCoreV1NamespacedPodLog`): text, with the `PodLogOptions`
+/// query parameters.
+fn log_get(r: &ResourceDef, ns: bool) -> Map<String, Value> {
+    let text = json!({"type": "string"});
+    let mut get = operation(
+        "read",
+        "get",
+        r,
+        gvk(r.group, r.version, r.kind),
+        Vec::new(),
+        None,
+        json!({"content": {
+            "application/json": {"schema": text},
+            "application/vnd.kubernetes.protobuf": {"schema": text},
+            "application/yaml": {"schema": text},
+            "text/plain": {"schema": text},
+        }, "description": "OK"}),
+        ns,
+        "Log",
+    );
+    get["description"] = json!(format!("read log of the specified {}", r.kind));
+    let mut params = path_params(ns, true);
+    if let Some(p) = params.as_array_mut() {
+        p.extend([
+            query_param("container", "string", "The container for which to stream logs. Defaults to only container if there is one container in the pod."),
+            query_param("follow", "boolean", "Follow the log stream of the pod. Defaults to false."),
+            query_param("insecureSkipTLSVerifyBackend", "boolean", "insecureSkipTLSVerifyBackend indicates that the apiserver should not confirm the validity of the serving certificate of the backend it is connecting to."),
+            query_param("limitBytes", "integer", "If set, the number of bytes to read from the server before terminating the log output."),
+            query_param("previous", "boolean", "Return previous terminated container logs. Defaults to false."),
+            query_param("sinceSeconds", "integer", "A relative time in seconds before the current time from which to show logs. Only one of sinceSeconds or sinceTime may be specified."),
+            query_param("sinceTime", "string", "An RFC3339 timestamp from which to show logs. Only one of sinceSeconds or sinceTime may be specified."),
+            query_param("tailLines", "integer", "If set, the number of lines from the end of the logs to show."),
+            query_param("timestamps", "boolean", "If true, add an RFC3339 or RFC3339Nano timestamp at the beginning of every line of log output. Defaults to false."),
+        ]);
+    }
+    let mut ops = Map::new();
+    ops.insert("get".into(), get);
+    ops.insert("parameters".into(), params);
+    ops
+}
+
+/// GET and POST of a streaming subresource (`connectCoreV1GetNamespacedPodExec`, ...):
+/// connect operations answering any media type.
+fn connect_ops(r: &ResourceDef, ns: bool, sub: Subresource, kind: &str) -> Map<String, Value> {
+    let name = match sub {
+        Subresource::Exec => "Exec",
+        Subresource::Attach => "Attach",
+        _ => "Portforward",
+    };
+    let mut ops = Map::new();
+    for (method, verb) in [("get", "Get"), ("post", "Post")] {
+        let mut op = operation(
+            "connect",
+            "connect",
+            r,
+            gvk(r.group, r.version, kind),
+            Vec::new(),
+            None,
+            json!({"content": {"*/*": {"schema": {"type": "string"}}}, "description": "OK"}),
+            ns,
+            name,
+        );
+        op["operationId"] = json!(op_id(&format!("connect{verb}"), r, ns, name));
+        op["description"] = json!(format!(
+            "connect {} requests to {} of {}",
+            method.to_uppercase(),
+            sub.name(),
+            r.kind
+        ));
+        ops.insert(method.into(), op);
+    }
+    let mut params = path_params(ns, true);
+    let streams: &[(&str, &str, &str)] = match sub {
+        Subresource::Exec => &[
+            ("command", "string", "Command is the remote command to execute. argv array. Not executed within a shell."),
+            ("container", "string", "Container in which to execute the command. Defaults to only container if there is only one container in the pod."),
+            ("stderr", "boolean", "Redirect the standard error stream of the pod for this call."),
+            ("stdin", "boolean", "Redirect the standard input stream of the pod for this call. Defaults to false."),
+            ("stdout", "boolean", "Redirect the standard output stream of the pod for this call."),
+            ("tty", "boolean", "TTY if true indicates that a tty will be allocated for the exec call. Defaults to false."),
+        ],
+        Subresource::Attach => &[
+            ("container", "string", "The container in which to execute the command. Defaults to only container if there is only one container in the pod."),
+            ("stderr", "boolean", "Stderr if true indicates that stderr is to be redirected for the attach call. Defaults to true."),
+            ("stdin", "boolean", "Stdin if true, redirects the standard input stream of the pod for this call. Defaults to false."),
+            ("stdout", "boolean", "Stdout if true indicates that stdout is to be redirected for the attach call. Defaults to true."),
+            ("tty", "boolean", "TTY if true indicates that a tty will be allocated for the attach call. Defaults to false."),
+        ],
+        _ => &[("ports", "integer", "List of ports to forward Required when using WebSockets")],
+    };
+    if let Some(p) = params.as_array_mut() {
+        p.extend(streams.iter().map(|(n, t, d)| query_param(n, t, d)));
+    }
+    ops.insert("parameters".into(), params);
+    ops
+}
+
 /// The PATCH media types of a resource: custom resources take no strategic merge patch
 /// (kubectl picks the patch type from this list).
 fn patch_content(r: &ResourceDef, schema: &Value) -> Value {
@@ -436,6 +533,17 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
         item.insert("parameters".into(), path_params(ns, true));
         paths.insert(format!("{base}/{{name}}"), Value::Object(item));
         for s in r.subresources {
+            let streaming = match s {
+                Subresource::Log => Some(log_get(r, ns)),
+                Subresource::Exec => Some(connect_ops(r, ns, *s, "PodExecOptions")),
+                Subresource::Attach => Some(connect_ops(r, ns, *s, "PodAttachOptions")),
+                Subresource::PortForward => Some(connect_ops(r, ns, *s, "PodPortForwardOptions")),
+                _ => None,
+            };
+            if let Some(ops) = streaming {
+                paths.insert(format!("{base}/{{name}}/{}", s.name()), Value::Object(ops));
+                continue;
+            }
             let (schema, sub_gvk) = match s {
                 Subresource::Scale => {
                     roots.insert("io.k8s.api.autoscaling.v1.Scale".into());

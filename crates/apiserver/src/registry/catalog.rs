@@ -196,6 +196,14 @@ pub enum Subresource {
     Approval,
     /// `/binding` on pods: assign a pod to a node (create only; the scheduler's write).
     Binding,
+    /// `/log` on pods: the container's log as text (get only; upstream `LogREST`).
+    Log,
+    /// `/exec` on pods: a command in a container (a streaming connection).
+    Exec,
+    /// `/attach` on pods: the streams of a running container (a streaming connection).
+    Attach,
+    /// `/portforward` on pods: forwarded ports (a streaming connection).
+    PortForward,
 }
 
 impl Subresource {
@@ -207,6 +215,10 @@ impl Subresource {
             Subresource::Finalize => "finalize",
             Subresource::Approval => "approval",
             Subresource::Binding => "binding",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::PortForward => "portforward",
         }
     }
 
@@ -215,6 +227,10 @@ impl Subresource {
         match self {
             Subresource::Finalize => &["update"],
             Subresource::Binding => &["create"],
+            Subresource::Log => &["get"],
+            Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
+                &["create", "get"]
+            }
             _ => &["get", "patch", "update"],
         }
     }

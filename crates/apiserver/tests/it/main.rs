@@ -7,6 +7,7 @@ mod crds;
 mod generation;
 mod kube_rs;
 mod layers;
+mod podlog;
 mod protobuf;
 mod reference;
 mod roundtrip;

@@ -9,6 +9,7 @@ pub mod node;
 pub mod persistentvolume;
 pub mod persistentvolumeclaim;
 pub mod pod;
+pub mod podlog;
 pub mod podspec;
 pub mod podtemplate;
 pub mod replicationcontroller;

@@ -32,7 +32,14 @@ pub struct PodStrategy;
 
 impl Strategy for PodStrategy {
     fn subresources(&self) -> &'static [Subresource] {
-        &[Subresource::Binding, Subresource::Status]
+        &[
+            Subresource::Attach,
+            Subresource::Binding,
+            Subresource::Exec,
+            Subresource::Log,
+            Subresource::PortForward,
+            Subresource::Status,
+        ]
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {
