@@ -71,6 +71,27 @@ struct UpArgs {
     /// Simulated nodes (0: none; pods then stay Pending).
     #[arg(long, default_value_t = 3)]
     nodes: usize,
+    #[command(flatten)]
+    load_balancers: LoadBalancerArgs,
+}
+
+/// The simulated cloud's service load balancers.
+#[derive(clap::Args, Clone)]
+struct LoadBalancerArgs {
+    /// IPv4 CIDR that `type: LoadBalancer` Services get their external address from.
+    #[arg(long, default_value = "172.18.255.0/24")]
+    load_balancer_ip_range: String,
+    /// Do not give LoadBalancer Services addresses (a real cloud provider or another
+    /// load balancer implementation serves them).
+    #[arg(long)]
+    no_load_balancers: bool,
+}
+
+impl LoadBalancerArgs {
+    fn apply(&self, config: &mut coxswain_sim::SimConfig) {
+        config.load_balancers = !self.no_load_balancers;
+        config.load_balancer_ip_range = self.load_balancer_ip_range.clone();
+    }
 }
 
 #[derive(clap::Args, Clone)]
@@ -84,6 +105,8 @@ struct SimArgs {
     /// Do not schedule pods (next to a real kube-scheduler).
     #[arg(long)]
     no_scheduler: bool,
+    #[command(flatten)]
+    load_balancers: LoadBalancerArgs,
 }
 
 /// The node simulator's client: its writes appear in managedFields as the kubelet's.
@@ -109,11 +132,12 @@ async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kub
 
 async fn run_sim(args: SimArgs) -> anyhow::Result<i32> {
     let client = kube_client(args.kubeconfig.as_deref()).await?;
-    let config = coxswain_sim::SimConfig {
+    let mut config = coxswain_sim::SimConfig {
         nodes: args.nodes,
         scheduler: !args.no_scheduler,
         ..Default::default()
     };
+    args.load_balancers.apply(&mut config);
     let cancel = coxswain_runtime::manager::shutdown_signal();
     match coxswain_sim::run(client, config, cancel).await {
         Ok(()) => Ok(0),
@@ -139,6 +163,7 @@ async fn run_server(
     what: &str,
     with_controllers: bool,
     nodes: usize,
+    load_balancers: Option<LoadBalancerArgs>,
 ) -> anyhow::Result<i32> {
     let running = coxswain_apiserver::server::start(config(&args))
         .await
@@ -163,10 +188,13 @@ async fn run_server(
     };
     let sim = if with_controllers && nodes > 0 {
         let client = kube_client(Some(&kubeconfig)).await?;
-        let config = coxswain_sim::SimConfig {
+        let mut config = coxswain_sim::SimConfig {
             nodes,
             ..Default::default()
         };
+        if let Some(lb) = &load_balancers {
+            lb.apply(&mut config);
+        }
         println!("simulated nodes: {nodes} (kubectl get nodes)");
         Some(tokio::spawn(coxswain_sim::run(
             client,
@@ -221,8 +249,10 @@ fn main() -> anyhow::Result<()> {
         .context("building the tokio runtime")?;
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Apiserver(a) => run_server(a, "apiserver", false, 0).await,
-            Command::Up(a) => run_server(a.server, "up", true, a.nodes).await,
+            Command::Apiserver(a) => run_server(a, "apiserver", false, 0, None).await,
+            Command::Up(a) => {
+                run_server(a.server, "up", true, a.nodes, Some(a.load_balancers)).await
+            }
             Command::Sim(a) => run_sim(a).await,
             Command::ControllerManager(a) => controller_manager::run(*a).await,
         }

@@ -33,6 +33,13 @@ pub const CRASH_LOOP: &str = "sim.coxswain.dev/crash-loop";
 /// period, after which they are killed (exit code 137). Without it they exit 0 as soon
 /// as their preStop hooks are done, as a process that shuts down on SIGTERM does.
 pub const IGNORE_SIGTERM: &str = "sim.coxswain.dev/ignore-sigterm";
+/// The lines every container writes once it starts (served by the embedded API
+/// server's `pods/log`; the simulator only checks the annotations).
+pub const LOG: &str = "sim.coxswain.dev/log";
+/// Prefix of `sim.coxswain.dev/log.<container>`: the lines one container writes.
+pub const LOG_CONTAINER_PREFIX: &str = "sim.coxswain.dev/log.";
+/// A duration: containers write one log line per interval while they run.
+pub const LOG_INTERVAL: &str = "sim.coxswain.dev/log-interval";
 
 /// How a container exits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +159,13 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
         }
     }
     let ignore_sigterm = get(IGNORE_SIGTERM, &flg).is_some_and(|v| v.trim() == "true");
+    let interval = |v: &str| match apimachinery::duration::parse(v.trim()) {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err(format!(
+            "want a positive duration such as \"1s\" or \"500ms\", got {v:?}"
+        )),
+    };
+    get(LOG_INTERVAL, &interval);
     let run = fail_after.unwrap_or(defaults.run_duration);
     let exit = if let Some(code) = fail {
         Some(Exit { code, after: run })
@@ -181,8 +195,10 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
             FAIL_INDEXES,
             CRASH_LOOP,
             IGNORE_SIGTERM,
+            LOG,
+            LOG_INTERVAL,
         ];
-        if !known.contains(&key.as_str()) {
+        if !known.contains(&key.as_str()) && !key.starts_with(LOG_CONTAINER_PREFIX) {
             problems.push(format!(
                 "annotation {key} is not known to the simulator; ignored"
             ));
@@ -307,6 +323,24 @@ mod tests {
         assert_eq!(b.exit, None);
         assert_eq!(problems.len(), 4, "{problems:?}");
         assert!(problems[0].contains(READY_AFTER), "{problems:?}");
+    }
+
+    #[test]
+    fn log_annotations_are_known_and_their_interval_checked() {
+        let (_, p) = behaviour_of(
+            &pod(&[
+                (LOG, "a\nb"),
+                ("sim.coxswain.dev/log.app", "c"),
+                (LOG_INTERVAL, "500ms"),
+            ]),
+            D,
+        );
+        assert!(p.is_empty(), "{p:?}");
+        for bad in ["soon", "0s", "-1s"] {
+            let (_, p) = behaviour_of(&pod(&[(LOG_INTERVAL, bad)]), D);
+            assert_eq!(p.len(), 1, "{bad}: {p:?}");
+            assert!(p[0].contains(LOG_INTERVAL), "{p:?}");
+        }
     }
 
     #[test]

@@ -94,6 +94,13 @@ pub struct SimConfig {
     pub scheduler_workers: usize,
     /// Concurrent node heartbeat workers (default 8).
     pub node_workers: usize,
+    /// Simulate the cloud's service load balancers (default true): `type: LoadBalancer`
+    /// Services without a `loadBalancerClass` get an address from
+    /// [`SimConfig::load_balancer_ip_range`] (see [`crate::servicelb`]). Turn it off
+    /// where a real cloud provider or another implementation serves them.
+    pub load_balancers: bool,
+    /// The IPv4 CIDR load balancer addresses come from (default `172.18.255.0/24`).
+    pub load_balancer_ip_range: String,
 }
 
 impl Default for SimConfig {
@@ -138,6 +145,8 @@ impl Default for SimConfig {
             kubelet_workers: 16,
             scheduler_workers: 16,
             node_workers: 8,
+            load_balancers: true,
+            load_balancer_ip_range: "172.18.255.0/24".into(),
         }
     }
 }
@@ -217,6 +226,9 @@ impl SimConfig {
         if self.scheduler_name.is_empty() {
             return bad("scheduler_name is empty".into());
         }
+        if let Err(e) = crate::servicelb::IpPool::parse(&self.load_balancer_ip_range) {
+            return bad(e);
+        }
         let last_cidr = u64::from(u32::from(self.pod_cidr_base)) + 256 * self.nodes as u64;
         let last_ip = u64::from(u32::from(self.node_ip_base)) + self.nodes as u64;
         if last_cidr > u64::from(u32::MAX) || last_ip > u64::from(u32::MAX) {
@@ -260,5 +272,15 @@ mod tests {
             ..SimConfig::default()
         };
         assert!(c.validate().is_err());
+        let c = SimConfig {
+            load_balancer_ip_range: "172.18.255.0".into(),
+            ..SimConfig::default()
+        };
+        let e = c.validate().map_err(|e| e.to_string());
+        assert!(
+            e.as_ref()
+                .is_err_and(|m| m.contains("invalid load balancer IP range")),
+            "{e:?}"
+        );
     }
 }

@@ -30,6 +30,10 @@
 //!   they exit 0 on SIGTERM at once (not at the end of the grace period), the pod
 //!   reports `Succeeded` (or `Failed` if a container had failed) and is removed.
 //!
+//! * **Service load balancers** ([`servicelb`]): a simulated cloud gives `type:
+//!   LoadBalancer` Services an address from [`SimConfig::load_balancer_ip_range`], with
+//!   the cleanup finalizer and events of a cloud provider's service controller.
+//!
 //! # Per-pod behaviour
 //!
 //! Annotations on a pod change what its containers do (all containers alike; init
@@ -46,6 +50,9 @@
 //! | `sim.coxswain.dev/fail-indexes` | completion indexes (`1,3-5`) | `fail`/`crash-loop` apply only to Job pods of these indexes |
 //! | `sim.coxswain.dev/fail-after` | duration | run time before `fail`/`crash-loop` exits (default: the Job run duration) |
 //! | `sim.coxswain.dev/crash-loop` | `"true"` | containers exit 1 after `fail-after`, every time they run |
+//! | `sim.coxswain.dev/log` | text | the lines every container writes once it starts (`kubectl logs`) |
+//! | `sim.coxswain.dev/log.<container>` | text | the lines container `<container>` writes (preferred over `log`) |
+//! | `sim.coxswain.dev/log-interval` | duration | containers write one line per interval while they run: the annotated lines in turn, or `line 1`, `line 2`, ... |
 //! | `sim.coxswain.dev/ignore-sigterm` | `"true"` | containers ignore SIGTERM: a deleted pod stays `Terminating` for its whole grace period, then its containers are killed (exit code 137, reason `Error`, phase `Failed`) |
 //!
 //! What follows an exit is the kubelet's rule, by `restartPolicy`: under `Never` the
@@ -57,6 +64,20 @@
 //! `Failed` to pods with `restartPolicy: Never` (Job pods, typically), and a crash loop
 //! to the others. Durations are counted from timestamps with second precision: never
 //! early, at most about a second late.
+//!
+//! # Logs
+//!
+//! No process runs, so the log annotations describe what containers write; the embedded
+//! API server serves them on `pods/log` (what `kubectl logs` reads) from the pod's
+//! annotations and container statuses, as the kubelet would serve a real log. Line `i`
+//! of a run is written at the container's `startedAt` plus `i` times the interval (all
+//! at `startedAt` without one), so `--tail`, `--since`, `--since-time` and
+//! `--timestamps` give the same answer on every call; a terminated container's log ends
+//! at its `finishedAt`, `--previous` reads the run in `lastState.terminated`, and
+//! `kubectl logs -f` streams each new line when its time comes and ends when the
+//! container stops or the pod is deleted. A container without these annotations writes
+//! nothing. `pods/exec`, `pods/attach` and `pods/portforward` fail with a `Status` that
+//! says the node is simulated: there is no process to run a command in.
 //!
 //! # Running it
 //!
@@ -89,6 +110,7 @@ pub mod nodes;
 pub mod podstatus;
 pub mod resources;
 pub mod scheduler;
+pub mod servicelb;
 pub mod spread;
 mod table;
 
@@ -135,6 +157,8 @@ pub struct Parts {
     pub scheduler: Option<Arc<Scheduler>>,
     /// The kubelets.
     pub kubelet: Arc<Kubelet>,
+    /// The simulated cloud's service load balancers, when enabled.
+    pub load_balancers: Option<Arc<servicelb::LoadBalancers>>,
 }
 
 fn pod_of(c: &Change<Pod>) -> &Pod {
@@ -279,10 +303,42 @@ impl Simulator {
                 async move { k.reconcile(key).await }
             });
         mgr.add(kubelet_controller)?;
+        let load_balancers = if cfg.load_balancers {
+            let pool =
+                servicelb::IpPool::parse(&cfg.load_balancer_ip_range).map_err(Error::Config)?;
+            let lb = servicelb::LoadBalancers::new(
+                cache.clone(),
+                mgr.kube_client().clone(),
+                mgr.event_recorder("service-controller"),
+                pool,
+            );
+            let (first, max) = servicelb::RETRY_DELAYS;
+            let limiter = ItemExponentialFailureRateLimiter::<ObjectKey>::new(first, max);
+            let r = lb.clone();
+            // one worker, as upstream's --concurrent-service-syncs default: allocations
+            // are decided one at a time
+            let controller = ControllerBuilder::new(&cache)
+                .named("sim-service-lb")
+                .with_options(ControllerOptions {
+                    max_concurrent_reconciles: 1,
+                    rate_limiter: Some(Arc::new(limiter)),
+                    ..Default::default()
+                })
+                .for_::<k8s_openapi::api::core::v1::Service>()
+                .build(move |_ctx: Context, key: ObjectKey| {
+                    let r = r.clone();
+                    async move { r.reconcile(key).await }
+                });
+            mgr.add(controller)?;
+            Some(lb)
+        } else {
+            None
+        };
         Ok(Parts {
             nodes,
             scheduler,
             kubelet,
+            load_balancers,
         })
     }
 }
