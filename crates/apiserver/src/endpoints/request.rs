@@ -418,7 +418,11 @@ mod tests {
         assert!(t.legacy_watch);
         assert!(route("/api/v1/namespaces/x/nodes").is_err());
         assert!(route("/apis/apps/v9/deployments").is_err());
-        assert!(route("/api/v1/namespaces/x/pods/p/exec").is_err());
+        assert!(route("/api/v1/namespaces/x/pods/p/proxy").is_err());
+        let t = target("/api/v1/namespaces/x/pods/p/exec");
+        assert_eq!(t.subresource, Some(Subresource::Exec));
+        let t = target("/api/v1/namespaces/x/pods/p/log");
+        assert_eq!(t.subresource, Some(Subresource::Log));
         assert!(matches!(
             route("/apis/apps/v1"),
             Ok(Route::ResourceList(..))
