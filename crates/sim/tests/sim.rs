@@ -874,3 +874,144 @@ async fn standalone_run_stops_on_cancel() {
     .await;
     assert!(matches!(bad, Err(coxswain_sim::Error::Config(_))));
 }
+
+fn lb_service(name: &str) -> k8s_openapi::api::core::v1::Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"type": "LoadBalancer", "selector": {"app": name},
+                 "ports": [{"port": 80, "protocol": "TCP"}]},
+    }))
+    .expect("service")
+}
+
+fn lb_ip(s: &k8s_openapi::api::core::v1::Service) -> Option<String> {
+    s.status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .first()?
+        .ip
+        .clone()
+}
+
+#[tokio::test]
+async fn load_balancer_services_get_addresses_from_the_pool_until_it_runs_out() {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Patch, PatchParams};
+    let sim = start(SimConfig {
+        nodes: 1,
+        load_balancer_ip_range: "10.200.0.0/30".into(),
+        ..fast()
+    })
+    .await;
+    let svcs: Api<Service> = Api::namespaced(sim.env.client.clone(), "default");
+    for name in ["a", "b"] {
+        svcs.create(&PostParams::default(), &lb_service(name))
+            .await
+            .expect("create");
+    }
+    let mut got = Vec::new();
+    for name in ["a", "b"] {
+        let s = eventually(&format!("{name} gets an address"), || async {
+            svcs.get_opt(name)
+                .await
+                .ok()
+                .flatten()
+                .filter(|s| lb_ip(s).is_some())
+        })
+        .await;
+        assert!(s
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == "service.kubernetes.io/load-balancer-cleanup"));
+        let ingress = &s
+            .status
+            .as_ref()
+            .unwrap()
+            .load_balancer
+            .as_ref()
+            .unwrap()
+            .ingress;
+        assert_eq!(ingress.as_ref().unwrap()[0].ip_mode.as_deref(), Some("VIP"));
+        got.push(lb_ip(&s).unwrap());
+    }
+    got.sort();
+    assert_eq!(got, ["10.200.0.1", "10.200.0.2"]);
+    eventually("EnsuredLoadBalancer", || async {
+        (!events_for(&sim.env.client, "a", "EnsuredLoadBalancer")
+            .await
+            .is_empty())
+        .then_some(())
+    })
+    .await;
+
+    // the pool is exhausted: no address, a warning, retries
+    svcs.create(&PostParams::default(), &lb_service("c"))
+        .await
+        .expect("create c");
+    let failed = eventually("SyncLoadBalancerFailed", || async {
+        events_for(&sim.env.client, "c", "SyncLoadBalancerFailed")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(
+        failed.note.as_deref(),
+        Some("Error syncing load balancer: failed to ensure load balancer: no available IP addresses in load balancer pool 10.200.0.0/30")
+    );
+    assert_eq!(failed.type_.as_deref(), Some("Warning"));
+    assert_eq!(lb_ip(&svcs.get("c").await.expect("c")), None);
+
+    // a stops being a load balancer: its address is released, its status and finalizer go
+    let a_ip = lb_ip(&svcs.get("a").await.expect("a")).expect("a's address");
+    svcs.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"type": "ClusterIP", "allocateLoadBalancerNodePorts": null,
+                                      "externalTrafficPolicy": null}}),
+        ),
+    )
+    .await
+    .expect("type change");
+    eventually("a cleaned up", || async {
+        let s = svcs.get_opt("a").await.ok().flatten()?;
+        (lb_ip(&s).is_none() && s.metadata.finalizers.as_ref().is_none_or(|f| f.is_empty()))
+            .then_some(())
+    })
+    .await;
+    assert!(!events_for(&sim.env.client, "a", "DeletedLoadBalancer")
+        .await
+        .is_empty());
+    // ... and c gets it on a retry
+    let c = eventually("c gets the released address", || async {
+        svcs.get_opt("c")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|s| lb_ip(&s))
+    })
+    .await;
+    assert_eq!(c, a_ip);
+
+    // deleting a load balancer Service completes once its finalizer is removed
+    svcs.delete("b", &DeleteParams::default())
+        .await
+        .expect("delete b");
+    eventually("b deleted", || async {
+        svcs.get_opt("b")
+            .await
+            .ok()
+            .map(|s| s.is_none())
+            .filter(|gone| *gone)
+    })
+    .await;
+    sim.stop().await;
+}
