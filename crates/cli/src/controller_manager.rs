@@ -124,6 +124,27 @@ pub struct Args {
     /// by this duration to join them with potential upcoming updates.
     #[arg(long, default_value = "0s", value_parser = go_duration)]
     mirroring_endpointslice_updates_batch_period: Duration,
+    /// Should CIDRs for Pods be allocated and set on the cloud provider (the
+    /// node-ipam-controller runs only with this).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    allocate_node_cidrs: bool,
+    /// CIDR Range for Pods in cluster. Requires --allocate-node-cidrs to be true
+    /// (comma separated, one per IP family).
+    #[arg(long, default_value = "")]
+    cluster_cidr: String,
+    /// CIDR Range for Services in cluster, kept out of the nodes' pod CIDRs (comma
+    /// separated for dual stack).
+    #[arg(long, default_value = "")]
+    service_cluster_ip_range: String,
+    /// Mask size for node cidr in cluster. Default is 24 for IPv4 and 64 for IPv6.
+    #[arg(long, default_value_t = 0)]
+    node_cidr_mask_size: u8,
+    /// Mask size for IPv4 node cidr in dual-stack cluster. Default is 24.
+    #[arg(long, default_value_t = 0)]
+    node_cidr_mask_size_ipv4: u8,
+    /// Mask size for IPv6 node cidr in dual-stack cluster. Default is 64.
+    #[arg(long, default_value_t = 0)]
+    node_cidr_mask_size_ipv6: u8,
     /// Queries per second to the API server (0: unlimited).
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f32,
@@ -191,6 +212,12 @@ impl Args {
             self.mirroring_max_endpoints_per_subset;
         o.endpointslice_mirroring.endpoint_updates_batch_period =
             self.mirroring_endpointslice_updates_batch_period;
+        o.node_ipam.allocate_node_cidrs = self.allocate_node_cidrs;
+        o.node_ipam.cluster_cidr = self.cluster_cidr.clone();
+        o.node_ipam.service_cluster_ip_range = self.service_cluster_ip_range.clone();
+        o.node_ipam.node_cidr_mask_size = self.node_cidr_mask_size;
+        o.node_ipam.node_cidr_mask_size_ipv4 = self.node_cidr_mask_size_ipv4;
+        o.node_ipam.node_cidr_mask_size_ipv6 = self.node_cidr_mask_size_ipv6;
         o
     }
 
@@ -429,6 +456,46 @@ mod flag_tests {
         assert_eq!(
             cli.args.controller_options(None).job.concurrent_job_syncs,
             7
+        );
+    }
+}
+
+#[cfg(test)]
+mod node_ipam_flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn node_ipam_flags_reach_the_controller() {
+        let o = Cli::parse_from(["kcm"]).args.controller_options(None);
+        assert!(!o.node_ipam.allocate_node_cidrs);
+        assert_eq!(o.node_ipam.cluster_cidr, "");
+        let o = Cli::parse_from([
+            "kcm",
+            "--allocate-node-cidrs",
+            "--cluster-cidr=10.244.0.0/16,fd00::/48",
+            "--service-cluster-ip-range",
+            "10.96.0.0/12",
+            "--node-cidr-mask-size-ipv4=26",
+            "--node-cidr-mask-size-ipv6=72",
+        ])
+        .args
+        .controller_options(None);
+        assert!(o.node_ipam.allocate_node_cidrs);
+        assert_eq!(o.node_ipam.cluster_cidr, "10.244.0.0/16,fd00::/48");
+        assert_eq!(o.node_ipam.service_cluster_ip_range, "10.96.0.0/12");
+        assert_eq!(
+            (
+                o.node_ipam.node_cidr_mask_size_ipv4,
+                o.node_ipam.node_cidr_mask_size_ipv6
+            ),
+            (26, 72)
         );
     }
 }

@@ -107,6 +107,11 @@ struct SimArgs {
     no_scheduler: bool,
     #[command(flatten)]
     load_balancers: LoadBalancerArgs,
+    /// Leave the nodes' pod CIDRs to the controller manager's node IPAM controller
+    /// (kube-controller-manager --allocate-node-cidrs) and wait for them: a node's pods
+    /// stay Pending without an IP until its spec.podCIDR is set.
+    #[arg(long)]
+    wait_for_pod_cidr: bool,
 }
 
 /// The node simulator's client: its writes appear in managedFields as the kubelet's.
@@ -135,6 +140,7 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<i32> {
     let mut config = coxswain_sim::SimConfig {
         nodes: args.nodes,
         scheduler: !args.no_scheduler,
+        wait_for_pod_cidr: args.wait_for_pod_cidr,
         ..Default::default()
     };
     args.load_balancers.apply(&mut config);

@@ -33,6 +33,7 @@ pub mod garbagecollector;
 pub mod history;
 pub mod job;
 pub mod namespace;
+pub mod nodeipam;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
@@ -68,6 +69,7 @@ pub fn builtin() -> Registry {
         endpointslicemirroring::descriptor(),
         tainteviction::descriptor(),
         ttl::descriptor(),
+        nodeipam::descriptor(),
     ])
 }
 

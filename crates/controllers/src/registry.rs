@@ -60,6 +60,8 @@ pub struct ControllerManagerOptions {
     pub taint_eviction: crate::tainteviction::TaintEvictionControllerOptions,
     /// `ttl-controller`.
     pub ttl: crate::ttl::TtlControllerOptions,
+    /// `node-ipam-controller`.
+    pub node_ipam: crate::nodeipam::NodeIpamControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

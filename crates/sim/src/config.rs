@@ -84,6 +84,12 @@ pub struct SimConfig {
     /// Pod CIDRs: node `i` gets the `/24` starting at this address plus `i * 256`, so
     /// `10.244.<i>.0/24` for the first 256 nodes (default `10.244.0.0`).
     pub pod_cidr_base: Ipv4Addr,
+    /// Leave the nodes' pod CIDRs to the controller manager's node IPAM controller
+    /// (`--allocate-node-cidrs`) instead of giving each node the block at
+    /// `pod_cidr_base` (default false). A node's pods then wait, Pending without an IP,
+    /// until its `spec.podCIDR` is set, as a kubelet whose network plug-in needs the
+    /// node's allocation.
+    pub wait_for_pod_cidr: bool,
     /// Node addresses: node `i` gets this address plus `i` as its InternalIP (default
     /// `172.18.0.2`).
     pub node_ip_base: Ipv4Addr,
@@ -141,6 +147,7 @@ impl Default for SimConfig {
             percentage_of_nodes_to_score: 0,
             scheduled_events: true,
             pod_cidr_base: Ipv4Addr::new(10, 244, 0, 0),
+            wait_for_pod_cidr: false,
             node_ip_base: Ipv4Addr::new(172, 18, 0, 2),
             kubelet_workers: 16,
             scheduler_workers: 16,

@@ -149,6 +149,8 @@ impl NodeManager {
             .spec
             .as_ref()
             .and_then(|s| s.pod_cidr.as_deref())
+            // an allocation of the IPAM controller says nothing of the slot
+            .filter(|_| !self.cfg.wait_for_pod_cidr)
             .and_then(parse_cidr)
             .and_then(|(net, _)| net.checked_sub(base))
             .map(|off| off / 256);
@@ -182,7 +184,8 @@ impl NodeManager {
     /// The node to create for configured index `i`.
     pub fn new_node(&self, i: usize) -> Node {
         let name = self.cfg.node_name(i);
-        let cidr = node_cidr(self.cfg.pod_cidr_base, i as u32);
+        let cidr =
+            (!self.cfg.wait_for_pod_cidr).then(|| node_cidr(self.cfg.pod_cidr_base, i as u32));
         let mut node = Node {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -194,8 +197,8 @@ impl NodeManager {
                 ..Default::default()
             },
             spec: Some(NodeSpec {
-                pod_cidr: Some(cidr.clone()),
-                pod_cidrs: Some(vec![cidr]),
+                pod_cidr: cidr.clone(),
+                pod_cidrs: cidr.map(|c| vec![c]),
                 provider_id: Some(format!("coxswain-sim://{name}")),
                 taints: (!self.cfg.taints.is_empty()).then(|| self.cfg.taints.clone()),
                 ..Default::default()
@@ -440,12 +443,13 @@ impl NodeManager {
             }
         };
         let i = self.index_of(&node);
-        if node
+        let has_cidr = node
             .spec
             .as_ref()
             .and_then(|s| s.pod_cidr.as_deref())
-            .is_none()
-        {
+            .is_some();
+        // with an IPAM controller the node keeps what it allocates, when it does
+        if !has_cidr && !self.cfg.wait_for_pod_cidr {
             let cidr = node_cidr(self.cfg.pod_cidr_base, i);
             let patch = json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}});
             self.nodes

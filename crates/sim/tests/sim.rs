@@ -1015,3 +1015,59 @@ async fn load_balancer_services_get_addresses_from_the_pool_until_it_runs_out() 
     .await;
     sim.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_ipam_controller_pods_wait_for_the_node_allocation() {
+    let sim = start(SimConfig {
+        nodes: 1,
+        wait_for_pod_cidr: true,
+        ..fast()
+    })
+    .await;
+    let client = sim.env.client.clone();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let node = eventually("the node", || async {
+        nodes.get_opt("sim-node-0").await.expect("get")
+    })
+    .await;
+    assert!(
+        node.spec
+            .as_ref()
+            .and_then(|s| s.pod_cidr.as_ref())
+            .is_none(),
+        "the simulator left the pod CIDR to the IPAM controller"
+    );
+    pods.create(&PostParams::default(), &pod("waits", json!({})))
+        .await
+        .expect("create");
+    // bound, but no address without the node's allocation
+    let p = wait_pod(&pods, "waits", "bound", |p| {
+        p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("sim-node-0")
+    })
+    .await;
+    assert_eq!(phase(&p), "Pending");
+    assert!(p.status.as_ref().and_then(|s| s.pod_ip.as_ref()).is_none());
+    assert!(nodes
+        .get("sim-node-0")
+        .await
+        .expect("node")
+        .spec
+        .and_then(|s| s.pod_cidr)
+        .is_none());
+    // the IPAM controller's allocation arrives: the pod gets an address from it
+    nodes
+        .patch(
+            "sim-node-0",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"podCIDR": "10.99.7.0/24", "podCIDRs": ["10.99.7.0/24"]}}),
+            ),
+        )
+        .await
+        .expect("allocation");
+    let p = wait_pod(&pods, "waits", "running", |p| phase(p) == "Running").await;
+    let ip = p.status.and_then(|s| s.pod_ip).expect("ip");
+    assert!(ip.starts_with("10.99.7."), "{ip}");
+    sim.stop().await;
+}

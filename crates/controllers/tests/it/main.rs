@@ -11,6 +11,7 @@ mod endpointslice;
 mod gc;
 mod job;
 mod namespace;
+mod nodeipam;
 mod podgc;
 mod replicaset;
 mod small;
