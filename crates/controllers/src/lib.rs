@@ -11,10 +11,9 @@
 //! [`deployment`] the Deployment controller; [`daemon`] the DaemonSet controller; [`garbagecollector`] and [`namespace`] make
 //! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
-//! housekeeping controllers; [`endpointslice`] keeps the EndpointSlices of Services with a
-//! selector, [`endpoint`] their `v1` Endpoints, [`endpointslicemirroring`] mirrors the
-//! hand-written Endpoints of Services without one to EndpointSlices; all three use the pod
-//! and Service helpers of [`endpointutil`].
+//! [`tainteviction`] evicts pods from nodes with `NoExecute` taints they do not tolerate,
+//! [`ttl`] sets the nodes' object TTL annotation and [`nodeipam`] allocates the nodes' pod
+//! CIDRs.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
