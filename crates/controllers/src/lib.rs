@@ -101,5 +101,22 @@ mod tests {
         ];
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert_eq!(names.len(), 3, "{names:?}");
+        // the node controllers, on by default under upstream's names and aliases
+        let all: Vec<&str> = r
+            .select(&["*".to_string()])
+            .unwrap()
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        for name in [
+            "taint-eviction-controller",
+            "ttl-controller",
+            "node-ipam-controller",
+        ] {
+            assert!(all.contains(&name), "{name}");
+        }
+        let flags = vec!["ttl".to_string(), "nodeipam".to_string()];
+        let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
+        assert_eq!(names, ["ttl-controller", "node-ipam-controller"]);
     }
 }
