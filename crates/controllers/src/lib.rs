@@ -7,13 +7,17 @@
 //! ranking, pod creation and deletion with events, adoption and release of children);
 //! [`replicaset`] is the ReplicaSet controller, which also drives ReplicationControllers;
 //! [`deployment`] the Deployment controller; [`statefulset`] the StatefulSet controller,
-//! which rolls out through the ControllerRevision [`history`]; [`garbagecollector`] and [`namespace`] make
-//! [`deployment`] the Deployment controller; [`daemon`] the DaemonSet controller; [`garbagecollector`] and [`namespace`] make
-//! deletion cascade (both find resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
+//! which rolls out through the ControllerRevision [`history`]; [`daemon`] the DaemonSet
+//! controller; [`job`], [`cronjob`], [`ttlafterfinished`] and [`podgc`] the batch
+//! controllers; [`garbagecollector`] and [`namespace`] make deletion cascade (both find
+//! resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
-//! [`tainteviction`] evicts pods from nodes with `NoExecute` taints they do not tolerate,
-//! [`ttl`] sets the nodes' object TTL annotation and [`nodeipam`] allocates the nodes' pod
-//! CIDRs.
+//! housekeeping controllers; [`endpointslice`] keeps the EndpointSlices of Services with a
+//! selector, [`endpoint`] their `v1` Endpoints, [`endpointslicemirroring`] mirrors the
+//! hand-written Endpoints of Services without one to EndpointSlices; all three use the pod
+//! and Service helpers of [`endpointutil`]. [`tainteviction`] evicts pods from nodes with
+//! `NoExecute` taints they do not tolerate, [`ttl`] sets the nodes' object TTL annotation
+//! and [`nodeipam`] allocates the nodes' pod CIDRs.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
