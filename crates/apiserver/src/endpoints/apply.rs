@@ -25,6 +25,7 @@ impl Api {
             Some(
                 Subresource::Scale
                     | Subresource::Binding
+                    | Subresource::Eviction
                     | Subresource::Finalize
                     | Subresource::Approval
             )

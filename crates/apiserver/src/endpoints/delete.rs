@@ -17,22 +17,26 @@ use crate::storage::store::{object_key, EventType, StoredObject, WriteAction};
 use apimachinery::status::{success_status, ApiError, ApiResult};
 
 /// Parsed `DeleteOptions` (body and query).
-#[derive(Debug, Default)]
-struct DeleteOptions {
-    grace_period: Option<i64>,
-    propagation: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    dry_run: bool,
+#[derive(Clone, Debug, Default)]
+pub(super) struct DeleteOptions {
+    pub(super) grace_period: Option<i64>,
+    pub(super) propagation: Option<String>,
+    pub(super) uid: Option<String>,
+    pub(super) resource_version: Option<String>,
+    pub(super) dry_run: bool,
 }
 
-/// DeleteOptions from the body (JSON, YAML or protobuf) or, when there is none, from the
-/// query, as upstream reads them (a body's options leave the query unread).
-fn parse_options(query: &Query, headers: &HeaderMap, body: &Bytes) -> ApiResult<DeleteOptions> {
-    let mut o = DeleteOptions::default();
-    if let Some(given) = super::body::delete_options(headers, body)? {
-        o.grace_period = given.grace_period_seconds;
-        o.propagation = given.propagation_policy;
+impl DeleteOptions {
+    /// The options a `DeleteOptions` object gives (a DELETE's body, an Eviction's
+    /// `deleteOptions`).
+    pub(super) fn from_given(
+        given: k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
+    ) -> ApiResult<DeleteOptions> {
+        let mut o = DeleteOptions {
+            grace_period: given.grace_period_seconds,
+            propagation: given.propagation_policy,
+            ..DeleteOptions::default()
+        };
         if given.orphan_dependents == Some(true) && o.propagation.is_none() {
             o.propagation = Some("Orphan".into());
         }
@@ -41,28 +45,46 @@ fn parse_options(query: &Query, headers: &HeaderMap, body: &Bytes) -> ApiResult<
             o.resource_version = p.resource_version;
         }
         o.dry_run = given.dry_run.is_some_and(|d| d.iter().any(|x| x == "All"));
-    } else {
-        o.grace_period = query.int("gracePeriodSeconds")?;
-        o.propagation = query.get("propagationPolicy").map(str::to_string);
-        if query.flag("orphanDependents")? == Some(true) && o.propagation.is_none() {
-            o.propagation = Some("Orphan".into());
-        }
-        o.dry_run = query.get("dryRun") == Some("All");
+        o.check()?;
+        Ok(o)
     }
-    if let Some(p) = &o.propagation {
-        if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "DeleteOptions",
-                "",
-                vec![apimachinery::status::Cause {
-                    reason: "FieldValueNotSupported".into(),
-                    message: format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
-                    field: "propagationPolicy".into(),
-                }],
-            ));
+
+    /// Upstream's validation of the propagation policy.
+    fn check(&self) -> ApiResult<()> {
+        if let Some(p) = &self.propagation {
+            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+                return Err(ApiError::invalid(
+                    "meta.k8s.io",
+                    "DeleteOptions",
+                    "",
+                    vec![apimachinery::status::Cause {
+                        reason: "FieldValueNotSupported".into(),
+                        message: format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
+                        field: "propagationPolicy".into(),
+                    }],
+                ));
+            }
         }
+        Ok(())
     }
+}
+
+/// DeleteOptions from the body (JSON, YAML or protobuf) or, when there is none, from the
+/// query, as upstream reads them (a body's options leave the query unread).
+fn parse_options(query: &Query, headers: &HeaderMap, body: &Bytes) -> ApiResult<DeleteOptions> {
+    if let Some(given) = super::body::delete_options(headers, body)? {
+        return DeleteOptions::from_given(given);
+    }
+    let mut o = DeleteOptions {
+        grace_period: query.int("gracePeriodSeconds")?,
+        propagation: query.get("propagationPolicy").map(str::to_string),
+        ..DeleteOptions::default()
+    };
+    if query.flag("orphanDependents")? == Some(true) && o.propagation.is_none() {
+        o.propagation = Some("Orphan".into());
+    }
+    o.dry_run = query.get("dryRun") == Some("All");
+    o.check()?;
     Ok(o)
 }
 
@@ -180,7 +202,7 @@ impl Api {
             .map(|_| ())
     }
 
-    async fn delete_one(
+    pub(super) async fn delete_one(
         &self,
         def: &'static ResourceDef,
         ns: Option<&str>,

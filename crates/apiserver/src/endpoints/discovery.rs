@@ -71,6 +71,7 @@ fn sub_kind(sub: Subresource) -> (&'static str, &'static str, &'static str) {
         Subresource::Exec => ("", "", "PodExecOptions"),
         Subresource::Attach => ("", "", "PodAttachOptions"),
         Subresource::PortForward => ("", "", "PodPortForwardOptions"),
+        Subresource::Eviction => ("policy", "v1", "Eviction"),
         _ => ("", "", ""),
     }
 }

@@ -10,6 +10,7 @@ pub mod codec;
 mod convert;
 mod delete;
 pub mod discovery;
+mod eviction;
 pub mod filter;
 pub mod http;
 pub mod managed;
@@ -274,7 +275,11 @@ impl Api {
             }
             _ => {}
         }
-        if target.subresource == Some(Subresource::Binding) && method != Method::POST {
+        if matches!(
+            target.subresource,
+            Some(Subresource::Binding | Subresource::Eviction)
+        ) && method != Method::POST
+        {
             return Err(ApiError::method_not_allowed(
                 "the server does not allow this method on the requested resource",
             ));
@@ -305,6 +310,9 @@ impl Api {
             ("POST", false) => self.create(&target, query, headers, &body).await,
             ("POST", true) if target.subresource == Some(Subresource::Binding) => {
                 self.bind(&target, query, headers, &body).await
+            }
+            ("POST", true) if target.subresource == Some(Subresource::Eviction) => {
+                self.evict(&target, query, headers, &body).await
             }
             ("PUT", true) => self.update(&target, query, headers, &body).await,
             ("PATCH", true) => self.patch(&target, query, headers, &body).await,

@@ -217,18 +217,19 @@ fn operation(
     Value::Object(op)
 }
 
-/// POST of `pods/binding` (`createNamespacedPodBinding`).
-fn binding_post(r: &ResourceDef, schema: &str, ns: bool) -> Value {
+/// POST of `pods/binding` (`createNamespacedPodBinding`) or `pods/eviction`
+/// (`createNamespacedPodEviction`, a `policy/v1` Eviction).
+fn create_only_post(r: &ResourceDef, schema: &str, kind_gvk: Value, ns: bool, sub: &str) -> Value {
     operation(
         "create",
         "post",
         r,
-        gvk("", "v1", "Binding"),
+        kind_gvk,
         write_params(),
         Some(json!({"content": {"*/*": {"schema": schema_ref(schema)}}, "required": true})),
         json_response(schema_ref(schema)),
         ns,
-        "Binding",
+        sub,
     )
 }
 
@@ -559,6 +560,13 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
                         gvk("", "v1", "Binding"),
                     )
                 }
+                Subresource::Eviction => {
+                    roots.insert("io.k8s.api.policy.v1.Eviction".into());
+                    (
+                        "io.k8s.api.policy.v1.Eviction".to_string(),
+                        gvk("policy", "v1", "Eviction"),
+                    )
+                }
                 _ => (def.clone(), k_gvk.clone()),
             };
             let sub_name = {
@@ -568,13 +576,13 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
                     .map(|f| f.to_uppercase().collect::<String>() + ch.as_str())
                     .unwrap_or_default()
             };
-            let mut ops = object_ops(r, &schema, sub_gvk, ns, &sub_name, false);
+            let mut ops = object_ops(r, &schema, sub_gvk.clone(), ns, &sub_name, false);
             if *s == Subresource::Finalize {
                 ops.retain(|k, _| k == "put");
             }
-            if *s == Subresource::Binding {
-                // upstream serves only POST on bindings
-                let post = binding_post(r, &schema, ns);
+            if matches!(s, Subresource::Binding | Subresource::Eviction) {
+                // upstream serves only POST on bindings and evictions
+                let post = create_only_post(r, &schema, sub_gvk, ns, &sub_name);
                 ops.clear();
                 ops.insert("post".into(), post);
             }

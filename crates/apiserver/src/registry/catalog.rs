@@ -204,6 +204,9 @@ pub enum Subresource {
     Attach,
     /// `/portforward` on pods: forwarded ports (a streaming connection).
     PortForward,
+    /// `/eviction` on pods: delete a pod as its PodDisruptionBudget allows (create only;
+    /// `policy/v1` or `policy/v1beta1` Eviction bodies).
+    Eviction,
 }
 
 impl Subresource {
@@ -219,6 +222,7 @@ impl Subresource {
             Subresource::Exec => "exec",
             Subresource::Attach => "attach",
             Subresource::PortForward => "portforward",
+            Subresource::Eviction => "eviction",
         }
     }
 
@@ -226,7 +230,7 @@ impl Subresource {
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
             Subresource::Finalize => &["update"],
-            Subresource::Binding => &["create"],
+            Subresource::Binding | Subresource::Eviction => &["create"],
             Subresource::Log => &["get"],
             Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
                 &["create", "get"]

@@ -4,6 +4,7 @@
 
 mod common;
 mod crds;
+mod eviction;
 mod generation;
 mod kube_rs;
 mod layers;

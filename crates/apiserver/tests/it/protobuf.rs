@@ -445,6 +445,34 @@ fn binding_bodies_in_protobuf() {
     );
 }
 
+/// An Eviction as client-go's `EvictV1` sends it in protobuf (what `kubectl drain`
+/// posts): the pod goes, with the Eviction's delete options honoured.
+#[test]
+fn eviction_bodies_in_protobuf() {
+    use k8s_pb::api::policy::v1 as policy;
+    let s = start();
+    let pods = "/api/v1/namespaces/default/pods";
+    let mut p = pod("e");
+    p["spec"]["nodeName"] = json!("node-1");
+    create(&s, pods, p);
+    let eviction = policy::Eviction {
+        metadata: meta("e", "default"),
+        delete_options: Some(meta::DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        }),
+    };
+    let (code, v) = send(
+        &s,
+        "POST",
+        &format!("{pods}/e/eviction"),
+        PROTOBUF,
+        &pb("policy/v1", "Eviction", &eviction),
+    );
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(get(&s, &format!("{pods}/e")).0, 404);
+}
+
 #[test]
 fn unreadable_bodies_get_upstream_errors() {
     let s = start();

@@ -35,6 +35,7 @@ impl Strategy for PodStrategy {
         &[
             Subresource::Attach,
             Subresource::Binding,
+            Subresource::Eviction,
             Subresource::Exec,
             Subresource::Log,
             Subresource::PortForward,

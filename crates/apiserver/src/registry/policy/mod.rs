@@ -1,3 +1,4 @@
 //! `policy`: PodDisruptionBudgets.
 
+pub mod eviction;
 pub mod poddisruptionbudget;
