@@ -17,7 +17,8 @@
 //! hand-written Endpoints of Services without one to EndpointSlices; all three use the pod
 //! and Service helpers of [`endpointutil`]. [`tainteviction`] evicts pods from nodes with
 //! `NoExecute` taints they do not tolerate, [`ttl`] sets the nodes' object TTL annotation
-//! and [`nodeipam`] allocates the nodes' pod CIDRs.
+//! and [`nodeipam`] allocates the nodes' pod CIDRs. [`disruption`] keeps
+//! PodDisruptionBudget status for the API server's eviction subresource.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -28,6 +29,7 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod daemon;
 pub mod deployment;
+pub mod disruption;
 pub mod endpoint;
 pub mod endpointslice;
 pub mod endpointslicemirroring;
@@ -73,6 +75,7 @@ pub fn builtin() -> Registry {
         tainteviction::descriptor(),
         ttl::descriptor(),
         nodeipam::descriptor(),
+        disruption::descriptor(),
     ])
 }
 
@@ -95,9 +98,17 @@ mod tests {
             "ttl-after-finished-controller",
             "pod-garbage-collector-controller",
             "endpointslice-controller",
+            "disruption-controller",
         ] {
             assert!(names.contains(&name), "{name}");
         }
+        let names: Vec<&str> = r
+            .select(&["disruption".to_string()])
+            .unwrap()
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["disruption-controller"]);
         let flags = vec![
             "cronjob".to_string(),
             "ttl-after-finished".to_string(),

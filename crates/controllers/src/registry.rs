@@ -62,6 +62,8 @@ pub struct ControllerManagerOptions {
     pub ttl: crate::ttl::TtlControllerOptions,
     /// `node-ipam-controller`.
     pub node_ipam: crate::nodeipam::NodeIpamControllerOptions,
+    /// `disruption-controller`.
+    pub disruption: crate::disruption::DisruptionControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

@@ -6,6 +6,7 @@ mod common;
 mod cronjob;
 mod daemonset;
 mod deployment;
+mod disruption;
 mod endpoint;
 mod endpointslice;
 mod gc;
