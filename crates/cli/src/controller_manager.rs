@@ -432,6 +432,29 @@ mod tests {
             Duration::from_secs(1)
         );
     }
+
+    #[test]
+    fn endpointslice_controller_flags() {
+        let o = options(&[]);
+        assert_eq!(o.endpoint_slice.concurrent_service_endpoint_syncs, 5);
+        assert_eq!(o.endpoint_slice.max_endpoints_per_slice, 100);
+        assert_eq!(
+            o.endpoint_slice.endpoint_updates_batch_period,
+            Duration::ZERO
+        );
+        let o = options(&[
+            "--concurrent-service-endpoint-syncs=2",
+            "--max-endpoints-per-slice",
+            "500",
+            "--endpointslice-updates-batch-period=1s",
+        ]);
+        assert_eq!(o.endpoint_slice.concurrent_service_endpoint_syncs, 2);
+        assert_eq!(o.endpoint_slice.max_endpoints_per_slice, 500);
+        assert_eq!(
+            o.endpoint_slice.endpoint_updates_batch_period,
+            Duration::from_secs(1)
+        );
+    }
 }
 
 #[cfg(test)]
