@@ -25,9 +25,10 @@
 //! fails as stale and is retried. Failures are `FailedToUpdateEndpointSlices` events on
 //! the Service; retries back off from 1 s to 1000 s, and a Service is dropped after 15.
 //!
-//! Not done: topology-aware hints (the `service.kubernetes.io/topology-mode` annotation
-//! and `trafficDistribution`): endpoints are written without hints; the controller's
-//! Prometheus metrics.
+//! Hints follow the Service's `trafficDistribution` (a hint for the endpoint's own zone,
+//! and node for `PreferSameNode`, as upstream's `trafficdist`). Not done: the
+//! proportional zone heuristic of the `service.kubernetes.io/topology-mode: Auto`
+//! annotation (such Services get no hints), and the controller's Prometheus metrics.
 
 pub mod reconciler;
 pub mod tracker;

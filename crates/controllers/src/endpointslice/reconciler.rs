@@ -13,13 +13,17 @@
 //!    (only when fewer than a slice's worth remain), else into new slices.
 //!
 //! A Service without endpoints keeps one empty placeholder slice; creations paired with
-//! deletions become updates of the slices that would be deleted ([`finalize`]).
+//! deletions become updates of the slices that would be deleted ([`finalize`]). With a
+//! `trafficDistribution` (`PreferClose`, `PreferSameZone`, `PreferSameNode`) ready
+//! endpoints carry a hint for their own zone (and node); otherwise written slices carry
+//! no hints (the `service.kubernetes.io/topology-mode: Auto` heuristic is not
+//! implemented).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointHints, EndpointSlice, ForNode, ForZone};
 
 use super::utils::{
     address_types_for_service, endpoint_ports, endpoints_equal_beyond_hash, new_endpoint_slice,
@@ -175,14 +179,100 @@ fn plan_address_type(
         }
     }
 
-    // no topology hints are computed: the ones of the slices written are cleared (as
-    // upstream without the topology annotation or a trafficDistribution)
-    for slice in out.to_create.iter_mut().chain(out.to_update.iter_mut()) {
-        for ep in slice.endpoints.iter_mut().flatten() {
-            ep.hints = None;
+    // hints: the trafficDistribution ones (upstream trafficdist.ReconcileHints), else
+    // none on the slices written (upstream RemoveHintsFromSlices; the topology
+    // annotation's heuristic is not implemented)
+    match traffic_distribution(service) {
+        Some(same_node) => {
+            let changed: BTreeSet<&str> = out
+                .to_update
+                .iter()
+                .chain(&out.to_delete)
+                .filter_map(|s| s.metadata.name.as_deref())
+                .collect();
+            let stale: Vec<EndpointSlice> = existing
+                .iter()
+                .filter(|s| !changed.contains(s.metadata.name.as_deref().unwrap_or_default()))
+                .filter(|s| hints_need_update(s, same_node))
+                .map(|s| (*s).clone())
+                .collect();
+            out.to_update.extend(stale);
+            for slice in out.to_create.iter_mut().chain(out.to_update.iter_mut()) {
+                set_close_hints(slice, same_node);
+            }
+        }
+        None => {
+            for slice in out.to_create.iter_mut().chain(out.to_update.iter_mut()) {
+                for ep in slice.endpoints.iter_mut().flatten() {
+                    ep.hints = None;
+                }
+            }
         }
     }
     out
+}
+
+/// Whether hints follow the Service's `trafficDistribution` (`PreferClose`,
+/// `PreferSameZone`, or `PreferSameNode`: `Some(true)` for node hints too), unless the
+/// topology annotation asks for its own heuristic (upstream `validTrafficDistribution`
+/// and `hintsEnabled`).
+fn traffic_distribution(service: &Service) -> Option<bool> {
+    let annotations = service.metadata.annotations.as_ref();
+    let mode = annotations.and_then(|a| {
+        a.get("service.kubernetes.io/topology-aware-hints")
+            .or_else(|| a.get("service.kubernetes.io/topology-mode"))
+    });
+    if mode.is_some_and(|m| m == "Auto" || m == "auto") {
+        return None;
+    }
+    match service.spec.as_ref()?.traffic_distribution.as_deref()? {
+        "PreferClose" | "PreferSameZone" => Some(false),
+        "PreferSameNode" => Some(true),
+        _ => None,
+    }
+}
+
+fn endpoint_ready(ep: &Endpoint) -> bool {
+    ep.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+}
+
+/// Upstream `preferCloseHeuristic.needsUpdate`: a ready endpoint whose zone (and node)
+/// hint is missing, wrong or stale.
+fn hints_need_update(slice: &EndpointSlice, same_node: bool) -> bool {
+    eps(slice).iter().filter(|e| endpoint_ready(e)).any(|e| {
+        let h = e.hints.clone().unwrap_or_default();
+        let zones = h.for_zones.unwrap_or_default();
+        let nodes = h.for_nodes.unwrap_or_default();
+        let zone_ok = match &e.zone {
+            Some(z) => zones.len() == 1 && zones[0].name == *z,
+            None => zones.is_empty(),
+        };
+        let node_ok = match (&e.node_name, same_node) {
+            (Some(n), true) => nodes.len() == 1 && nodes[0].name == *n,
+            _ => nodes.is_empty(),
+        };
+        !zone_ok || !node_ok
+    })
+}
+
+/// Upstream `preferCloseHeuristic.update`: ready endpoints get a hint for their own zone
+/// (and node); not-ready ones are left as they are.
+fn set_close_hints(slice: &mut EndpointSlice, same_node: bool) {
+    for ep in slice.endpoints.iter_mut().flatten() {
+        if !endpoint_ready(ep) {
+            continue;
+        }
+        let for_zones = ep.zone.clone().map(|name| vec![ForZone { name }]);
+        let for_nodes = ep
+            .node_name
+            .clone()
+            .filter(|_| same_node)
+            .map(|name| vec![ForNode { name }]);
+        ep.hints = (for_zones.is_some() || for_nodes.is_some()).then_some(EndpointHints {
+            for_zones,
+            for_nodes,
+        });
+    }
 }
 
 /// Upstream `placeholderSliceCompare`: same namespace, labels, owner references, address

@@ -131,6 +131,8 @@ fn push(slice: &mut EndpointSlice, pod: &Pod, svc: &Service) {
 struct Cluster {
     slices: BTreeMap<String, EndpointSlice>,
     generated: usize,
+    /// The zone label of node-1, if any.
+    zone: Option<String>,
 }
 
 impl Cluster {
@@ -149,12 +151,22 @@ impl Cluster {
     fn reconcile(&mut self, svc: &Service, pods: &[Pod], max: usize) -> Plan {
         let pods: Vec<Arc<Pod>> = pods.iter().cloned().map(Arc::new).collect();
         let existing = self.existing();
+        let zone = self.zone.clone();
+        let node = move |name: &str| {
+            node1(name).map(|n| {
+                let mut n = (*n).clone();
+                if let Some(z) = &zone {
+                    n.metadata.labels = Some([(LABEL_TOPOLOGY_ZONE.to_string(), z.clone())].into());
+                }
+                Arc::new(n)
+            })
+        };
         let p = plan(
             svc,
             &pods,
             &Params {
                 existing: &existing,
-                node: &node1,
+                node: &node,
                 max_endpoints_per_slice: max,
                 controller_name: MANAGED_BY,
             },
@@ -607,5 +619,83 @@ fn reconcile_terminating_and_terminal_pods() {
     assert_eq!(
         (cond.ready, cond.serving, cond.terminating),
         (Some(false), Some(true), Some(true))
+    );
+}
+
+#[test]
+fn reconcile_traffic_distribution_hints() {
+    // upstream trafficdist (TestReconcileHints): with a trafficDistribution, ready
+    // endpoints get a hint for their own zone (and node, for PreferSameNode); unchanged
+    // slices whose hints are missing or stale are updated; without one, hints are removed
+    fn hints(c: &Cluster) -> Vec<(Vec<String>, Vec<String>)> {
+        c.slices
+            .values()
+            .flat_map(|s| eps(s).to_vec())
+            .map(|e| {
+                let h = e.hints.unwrap_or_default();
+                let z = h
+                    .for_zones
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|z| z.name)
+                    .collect();
+                let n = h
+                    .for_nodes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| n.name)
+                    .collect();
+                (z, n)
+            })
+            .collect()
+    }
+    let zone = || vec!["zone-a".to_string()];
+    let node = || vec!["node-1".to_string()];
+    let (mut svc, _) = new_service("foo");
+    let pods = vec![new_pod(1, true, false), new_pod(2, false, false)];
+    let mut c = Cluster {
+        zone: Some("zone-a".into()),
+        ..Default::default()
+    };
+    c.reconcile(&svc, &pods, 100);
+    assert_eq!(hints(&c), vec![(vec![], vec![]), (vec![], vec![])]);
+    // PreferClose: the unchanged slice is updated with zone hints for the ready endpoint
+    svc.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+    let p = c.reconcile(&svc, &pods, 100);
+    assert_eq!(counts(&p), (0, 1, 0));
+    assert_eq!(hints(&c), vec![(zone(), vec![]), (vec![], vec![])]);
+    assert_eq!(counts(&c.reconcile(&svc, &pods, 100)), (0, 0, 0));
+    // PreferSameNode adds node hints
+    svc.spec.as_mut().unwrap().traffic_distribution = Some("PreferSameNode".into());
+    assert_eq!(counts(&c.reconcile(&svc, &pods, 100)), (0, 1, 0));
+    assert_eq!(hints(&c), vec![(zone(), node()), (vec![], vec![])]);
+    // without a trafficDistribution the hints go with the next write of a slice
+    svc.spec.as_mut().unwrap().traffic_distribution = None;
+    let more = vec![
+        new_pod(1, true, false),
+        new_pod(2, false, false),
+        new_pod(3, true, false),
+    ];
+    c.reconcile(&svc, &more, 100);
+    assert!(
+        hints(&c).iter().all(|(z, n)| z.is_empty() && n.is_empty()),
+        "{:?}",
+        hints(&c)
+    );
+    // the topology annotation disables trafficDistribution (its own heuristic is not
+    // implemented: no hints)
+    svc.spec.as_mut().unwrap().traffic_distribution = Some("PreferClose".into());
+    svc.metadata.annotations = Some(
+        [(
+            "service.kubernetes.io/topology-mode".to_string(),
+            "Auto".to_string(),
+        )]
+        .into(),
+    );
+    c.reconcile(&svc, &pods, 100);
+    assert!(
+        hints(&c).iter().all(|(z, n)| z.is_empty() && n.is_empty()),
+        "{:?}",
+        hints(&c)
     );
 }
