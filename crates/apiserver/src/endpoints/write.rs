@@ -398,7 +398,7 @@ impl Api {
                 &key,
                 &selectable,
                 opts.dry_run,
-                |current, _view| {
+                |current, view| {
                     let Some(current) = current else {
                         return Err(ApiError::not_found(def.group, def.plural, &name));
                     };
@@ -428,6 +428,9 @@ impl Api {
                     };
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
+                    }
+                    if sub.is_none() {
+                        def.strategy.allocate_update(view, &old, &mut new)?;
                     }
                     // what storage keeps, before asking whether anything changed (upstream
                     // compares the encoded bytes)

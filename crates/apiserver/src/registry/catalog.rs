@@ -153,6 +153,12 @@ pub trait Strategy: Sync {
         Ok(())
     }
 
+    /// Update-time work that reads other stored objects, after validation (a Service's
+    /// node ports for a type change or a new port); `old` is the stored object.
+    fn allocate_update(&self, _view: &View<'_>, _old: &Value, _new: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// How a DELETE of `obj` differs from the generic store's; may change `obj`.
     fn delete(&self, _obj: &mut Value, _req: &DeleteRequest<'_>) -> Deletion {
         Deletion::Generic

@@ -12,4 +12,5 @@ mod podlog;
 mod protobuf;
 mod reference;
 mod roundtrip;
+mod services;
 mod tables;

@@ -39,12 +39,355 @@ impl Strategy for ServiceStrategy {
         Ctx::new(def, old).check(|v, e| v.service(e, obj))
     }
 
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) {
+        drop_type_dependent_fields(old, new);
+    }
+
     fn allocate(&self, view: &View<'_>, obj: &mut Value) -> ApiResult<()> {
-        assign_cluster_ip(view, obj)
+        assign_cluster_ip(view, obj)?;
+        node_ports::assign(view, None, obj)
+    }
+
+    fn allocate_update(&self, view: &View<'_>, old: &Value, new: &mut Value) -> ApiResult<()> {
+        if svc_type(old) == "ExternalName" && svc_type(new) != "ExternalName" {
+            if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                defaults::service_ip_families(spec);
+            }
+            assign_cluster_ip(view, new)?;
+        }
+        node_ports::patch_allocated(old, new);
+        node_ports::assign(view, Some(old), new)
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         Some(&printer::SERVICE)
+    }
+}
+
+/// `spec.type`, `ClusterIP` when unset.
+fn svc_type(svc: &Value) -> &str {
+    svc.pointer("/spec/type")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("ClusterIP")
+}
+
+/// Whether the type uses node ports (upstream `needsNodePort`).
+fn needs_node_port(svc: &Value) -> bool {
+    matches!(svc_type(svc), "NodePort" | "LoadBalancer")
+}
+
+/// Whether the Service needs a health check node port (upstream `needsHCNodePort`).
+fn needs_hc_node_port(svc: &Value) -> bool {
+    svc_type(svc) == "LoadBalancer"
+        && svc
+            .pointer("/spec/externalTrafficPolicy")
+            .and_then(Value::as_str)
+            == Some("Local")
+}
+
+/// Whether the Service is reachable from outside the cluster (upstream
+/// `ExternallyAccessible`).
+fn externally_accessible(svc: &Value) -> bool {
+    match svc_type(svc) {
+        "NodePort" | "LoadBalancer" => true,
+        "ClusterIP" => svc
+            .pointer("/spec/externalIPs")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty()),
+        _ => false,
+    }
+}
+
+/// The non-zero `spec.ports[].nodePort` values.
+fn port_node_ports(svc: &Value) -> Vec<i64> {
+    svc.pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+                .filter(|n| *n != 0)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `spec.healthCheckNodePort`, 0 when unset.
+fn hc_node_port(svc: &Value) -> i64 {
+    svc.pointer("/spec/healthCheckNodePort")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Upstream `dropTypeDependentFields` (run on update, after the stored status was put
+/// back): when the type changes, fields only the old type used are dropped, but only
+/// those the user left as they were (a changed one is the user's and meets validation).
+fn drop_type_dependent_fields(old: &Value, new: &mut Value) {
+    let same = |p: &str, new: &Value| old.pointer(p) == new.pointer(p);
+    let clear_ips = svc_type(old) != "ExternalName" && svc_type(new) == "ExternalName";
+    let drop_ips = clear_ips && same("/spec/clusterIP", new) && same("/spec/clusterIPs", new);
+    let drop_families = clear_ips && same("/spec/ipFamilies", new);
+    let drop_policy = clear_ips && same("/spec/ipFamilyPolicy", new);
+    let drop_node_ports = needs_node_port(old) && !needs_node_port(new) && {
+        let had = port_node_ports(old);
+        port_node_ports(new).iter().all(|n| had.contains(n))
+    };
+    let drop_hc = needs_hc_node_port(old)
+        && !needs_hc_node_port(new)
+        && hc_node_port(old) == hc_node_port(new);
+    let was_lb = svc_type(old) == "LoadBalancer";
+    let is_lb = svc_type(new) == "LoadBalancer";
+    let drop_alloc = was_lb
+        && !is_lb
+        && matches!(
+            (
+                old.pointer("/spec/allocateLoadBalancerNodePorts"),
+                new.pointer("/spec/allocateLoadBalancerNodePorts"),
+            ),
+            (Some(a @ Value::Bool(_)), Some(b @ Value::Bool(_))) if a == b
+        );
+    let drop_class = was_lb && !is_lb && same("/spec/loadBalancerClass", new);
+    let drop_etp = externally_accessible(old)
+        && !externally_accessible(new)
+        && same("/spec/externalTrafficPolicy", new);
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        let mut drop = |f: &str, when: bool| {
+            if when {
+                spec.remove(f);
+            }
+        };
+        drop("clusterIP", drop_ips);
+        drop("clusterIPs", drop_ips);
+        drop("ipFamilies", drop_families);
+        drop("ipFamilyPolicy", drop_policy);
+        drop("healthCheckNodePort", drop_hc);
+        drop("allocateLoadBalancerNodePorts", drop_alloc);
+        drop("loadBalancerClass", drop_class);
+        drop("externalTrafficPolicy", drop_etp);
+        if drop_node_ports {
+            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    p.remove("nodePort");
+                }
+            }
+        }
+    }
+    // the load balancer status goes with the type (upstream clears it here)
+    if !is_lb {
+        if let Some(st) = new.get_mut("status").and_then(Value::as_object_mut) {
+            if st.contains_key("loadBalancer") {
+                st.insert("loadBalancer".into(), json!({}));
+            }
+        }
+    }
+}
+
+/// Node ports (upstream `portallocator` over `--service-node-port-range`, default
+/// 30000-32767): which ports are taken is read from the stored Services on every
+/// allocation, so a deleted Service or a dropped port frees its node port and nothing
+/// needs rebuilding after a restart.
+mod node_ports {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    /// The first port of the node-port range.
+    pub(super) const MIN: i64 = 30000;
+    /// The last port of the node-port range.
+    pub(super) const MAX: i64 = 32767;
+
+    /// Node ports (and health check node ports) of the stored Services except `skip`.
+    fn used(view: &View<'_>, skip: &str) -> ApiResult<HashSet<i64>> {
+        let mut out = HashSet::new();
+        let Some(table) = view.table("/services") else {
+            return Ok(out);
+        };
+        for (key, o) in table.iter() {
+            if key == skip {
+                continue;
+            }
+            let v = o.value()?;
+            out.extend(port_node_ports(&v));
+            let hc = hc_node_port(&v);
+            if hc != 0 {
+                out.insert(hc);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A free port: a random start, then the next free one (wrapping), as upstream's
+    /// random pick never collides.
+    fn next_free(taken: &HashSet<i64>) -> Option<i64> {
+        use rand::Rng;
+        let size = MAX - MIN + 1;
+        let start = rand::rng().random_range(0..size);
+        (0..size)
+            .map(|i| MIN + (start + i) % size)
+            .find(|p| !taken.contains(p))
+    }
+
+    fn invalid(obj: &Value, field: String, port: i64, why: &str) -> ApiError {
+        ApiError::invalid(
+            "",
+            "Service",
+            crate::registry::rest::meta_str(obj, "name").unwrap_or(""),
+            vec![apimachinery::status::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {port}: {why}"),
+                field,
+            }],
+        )
+    }
+
+    /// Why `port` cannot be taken, if it cannot (upstream's allocator errors).
+    fn refusal(port: i64, used: &HashSet<i64>) -> Option<String> {
+        if !(MIN..=MAX).contains(&port) {
+            Some(format!(
+                "provided port is not in the valid range. The range of valid ports is {MIN}-{MAX}"
+            ))
+        } else if used.contains(&port) {
+            Some("provided port is already allocated".into())
+        } else {
+            None
+        }
+    }
+
+    /// Upstream `patchAllocatedValues` for node ports: an update that leaves out a
+    /// port's node port (or the health check node port) keeps the stored one, matched by
+    /// port name, unless another port of the new spec already claims it.
+    pub(super) fn patch_allocated(old: &Value, new: &mut Value) {
+        if needs_node_port(old) && needs_node_port(new) {
+            let old_ports = port_node_ports(old);
+            let claimed: HashSet<i64> = port_node_ports(new)
+                .into_iter()
+                .filter(|n| old_ports.contains(n))
+                .collect();
+            let by_name: HashMap<String, i64> = old
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            (
+                                p.get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                                p.get("nodePort").and_then(Value::as_i64).unwrap_or(0),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(ports) = new.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                        continue;
+                    }
+                    let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+                    if let Some(&n) = by_name.get(name) {
+                        if n != 0 && !claimed.contains(&n) {
+                            p.insert("nodePort".into(), json!(n));
+                        }
+                    }
+                }
+            }
+        }
+        if needs_hc_node_port(old) && needs_hc_node_port(new) && hc_node_port(new) == 0 {
+            let hc = hc_node_port(old);
+            if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                if hc != 0 {
+                    spec.insert("healthCheckNodePort".into(), json!(hc));
+                }
+            }
+        }
+    }
+
+    /// Give `obj` (created, or updated from `old`) the node ports its type needs: the
+    /// requested ones when free and in range (the Service's own stored ones always
+    /// are), a free one for each port without (one per port number, so TCP and UDP on
+    /// one port share it) when the type allocates them, and a health check node port
+    /// for a LoadBalancer with `externalTrafficPolicy: Local`.
+    pub(super) fn assign(view: &View<'_>, old: Option<&Value>, obj: &mut Value) -> ApiResult<()> {
+        if !needs_node_port(obj) {
+            return Ok(());
+        }
+        let ns = crate::registry::rest::meta_str(obj, "namespace").unwrap_or("");
+        let name = crate::registry::rest::meta_str(obj, "name").unwrap_or("");
+        let mut taken = used(view, &format!("{ns}/{name}"))?;
+        let owned: HashSet<i64> = old
+            .map(|o| {
+                let mut v = port_node_ports(o);
+                v.push(hc_node_port(o));
+                v.into_iter().filter(|n| *n != 0).collect()
+            })
+            .unwrap_or_default();
+        let allocate_new = svc_type(obj) == "NodePort"
+            || obj.pointer("/spec/allocateLoadBalancerNodePorts") != Some(&Value::Bool(false));
+        // the requested ports first, so that a picked one never takes a requested one
+        let requested = port_node_ports(obj);
+        let mut mine: HashSet<i64> = HashSet::new();
+        for (i, np) in obj
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0))
+            .enumerate()
+        {
+            if np == 0 || mine.contains(&np) {
+                continue;
+            }
+            if !owned.contains(&np) {
+                if let Some(why) = refusal(np, &taken) {
+                    return Err(invalid(obj, format!("spec.ports[{i}].nodePort"), np, &why));
+                }
+            }
+            mine.insert(np);
+        }
+        taken.extend(requested);
+        let mut by_port: HashMap<i64, i64> = HashMap::new();
+        if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+            for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                if !allocate_new || p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                    continue;
+                }
+                let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                let np = match by_port.get(&port) {
+                    Some(&n) => n,
+                    None => {
+                        let n = next_free(&taken).ok_or_else(|| {
+                            ApiError::internal("failed to allocate a nodePort: range is full")
+                        })?;
+                        taken.insert(n);
+                        by_port.insert(port, n);
+                        n
+                    }
+                };
+                p.insert("nodePort".into(), json!(np));
+            }
+        }
+        if needs_hc_node_port(obj) {
+            let hc = hc_node_port(obj);
+            let hc = if hc == 0 {
+                next_free(&taken).ok_or_else(|| {
+                    ApiError::internal("failed to allocate a HealthCheck NodePort 0: range is full")
+                })?
+            } else {
+                if !owned.contains(&hc) {
+                    if let Some(why) = refusal(hc, &taken) {
+                        return Err(ApiError::internal(format!(
+                            "failed to allocate requested HealthCheck NodePort {hc}: {why}"
+                        )));
+                    }
+                }
+                hc
+            };
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("healthCheckNodePort".into(), json!(hc));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -588,4 +931,156 @@ pub(crate) mod printer {
             ])
         },
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored Service of type `ty` with everything its type would have allocated.
+    fn stored(ty: &str) -> Value {
+        let mut spec = json!({
+            "type": ty,
+            "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30093},
+                      {"name": "b", "port": 443, "protocol": "TCP", "nodePort": 30076}],
+        });
+        match ty {
+            "ClusterIP" => {
+                for p in spec["ports"].as_array_mut().into_iter().flatten() {
+                    p.as_object_mut().map(|p| p.remove("nodePort"));
+                }
+            }
+            "NodePort" => spec["externalTrafficPolicy"] = json!("Cluster"),
+            "LoadBalancer" => {
+                spec["externalTrafficPolicy"] = json!("Local");
+                spec["healthCheckNodePort"] = json!(30111);
+                spec["allocateLoadBalancerNodePorts"] = json!(true);
+                spec["loadBalancerClass"] = json!("example.com/lb");
+            }
+            _ => {}
+        }
+        json!({"metadata": {"name": "svc"}, "spec": spec,
+               "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}})
+    }
+
+    /// Upstream `TestDropTypeDependentFields`, case by case: the stored type, the
+    /// update (a merge of spec fields onto the stored object), and the spec fields the
+    /// prepared update then has (`null`: absent).
+    #[test]
+    fn drop_type_dependent_fields_as_upstream() {
+        let cases: &[(&str, &str, Value, Value)] = &[
+            (
+                "no change",
+                "LoadBalancer",
+                json!({}),
+                json!({"healthCheckNodePort": 30111, "allocateLoadBalancerNodePorts": true,
+                       "loadBalancerClass": "example.com/lb", "externalTrafficPolicy": "Local",
+                       "nodePorts": [30093, 30076]}),
+            ),
+            (
+                "clusterIP to ExternalName: cluster IPs and families dropped",
+                "ClusterIP",
+                json!({"type": "ExternalName", "externalName": "example.com"}),
+                json!({"clusterIP": null, "clusterIPs": null, "ipFamilies": null,
+                       "ipFamilyPolicy": null}),
+            ),
+            (
+                "clusterIP to ExternalName: changed cluster IPs kept",
+                "ClusterIP",
+                json!({"type": "ExternalName", "clusterIP": "10.96.0.11",
+                       "clusterIPs": ["10.96.0.11"], "ipFamilyPolicy": "PreferDualStack"}),
+                json!({"clusterIP": "10.96.0.11", "clusterIPs": ["10.96.0.11"],
+                       "ipFamilies": null, "ipFamilyPolicy": "PreferDualStack"}),
+            ),
+            (
+                "NodePort to ClusterIP: node ports dropped",
+                "NodePort",
+                json!({"type": "ClusterIP"}),
+                json!({"nodePorts": [0, 0], "externalTrafficPolicy": null,
+                       "clusterIP": "10.96.0.10"}),
+            ),
+            (
+                "NodePort to ClusterIP: a removed port still drops them",
+                "NodePort",
+                json!({"type": "ClusterIP",
+                       "ports": [{"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30093}]}),
+                json!({"nodePorts": [0]}),
+            ),
+            (
+                "NodePort to ClusterIP: a changed node port is kept",
+                "NodePort",
+                json!({"type": "ClusterIP",
+                       "ports": [{"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30094},
+                                 {"name": "b", "port": 443, "protocol": "TCP", "nodePort": 30076}]}),
+                json!({"nodePorts": [30094, 30076]}),
+            ),
+            (
+                "NodePort to ClusterIP: a changed externalTrafficPolicy is kept",
+                "NodePort",
+                json!({"type": "ClusterIP", "externalTrafficPolicy": "Local"}),
+                json!({"externalTrafficPolicy": "Local", "nodePorts": [0, 0]}),
+            ),
+            (
+                "NodePort to ClusterIP with externalIPs: still externally accessible",
+                "NodePort",
+                json!({"type": "ClusterIP", "externalIPs": ["192.0.2.7"]}),
+                json!({"externalTrafficPolicy": "Cluster", "nodePorts": [0, 0]}),
+            ),
+            (
+                "LoadBalancer to NodePort: node ports kept, LB-only fields dropped",
+                "LoadBalancer",
+                json!({"type": "NodePort"}),
+                json!({"nodePorts": [30093, 30076], "healthCheckNodePort": null,
+                       "allocateLoadBalancerNodePorts": null, "loadBalancerClass": null,
+                       "externalTrafficPolicy": "Local", "lbStatus": {}}),
+            ),
+            (
+                "LoadBalancer to NodePort: changed LB fields kept",
+                "LoadBalancer",
+                json!({"type": "NodePort", "healthCheckNodePort": 30112,
+                       "allocateLoadBalancerNodePorts": false,
+                       "loadBalancerClass": "example.com/other"}),
+                json!({"healthCheckNodePort": 30112, "allocateLoadBalancerNodePorts": false,
+                       "loadBalancerClass": "example.com/other"}),
+            ),
+            (
+                "LoadBalancer Local to Cluster: health check node port dropped",
+                "LoadBalancer",
+                json!({"externalTrafficPolicy": "Cluster"}),
+                json!({"healthCheckNodePort": null, "allocateLoadBalancerNodePorts": true,
+                       "loadBalancerClass": "example.com/lb",
+                       "lbStatus": {"ingress": [{"ip": "192.0.2.1"}]}}),
+            ),
+            (
+                "LoadBalancer to ClusterIP: everything type-dependent dropped",
+                "LoadBalancer",
+                json!({"type": "ClusterIP"}),
+                json!({"nodePorts": [0, 0], "healthCheckNodePort": null,
+                       "allocateLoadBalancerNodePorts": null, "loadBalancerClass": null,
+                       "externalTrafficPolicy": null, "clusterIP": "10.96.0.10",
+                       "ipFamilies": ["IPv4"], "lbStatus": {}}),
+            ),
+        ];
+        for (name, ty, update, want) in cases {
+            let old = stored(ty);
+            let mut new = old.clone();
+            for (k, v) in update.as_object().into_iter().flatten() {
+                new["spec"][k] = v.clone();
+            }
+            ServiceStrategy.prepare_for_update(&old, &mut new);
+            for (k, v) in want.as_object().into_iter().flatten() {
+                let got = match k.as_str() {
+                    "nodePorts" => json!(new["spec"]["ports"].as_array().map(|ps| ps
+                        .iter()
+                        .map(|p| p.get("nodePort").cloned().unwrap_or(json!(0)))
+                        .collect::<Vec<_>>())),
+                    "lbStatus" => new["status"]["loadBalancer"].clone(),
+                    _ => new["spec"].get(k).cloned().unwrap_or(Value::Null),
+                };
+                assert_eq!(&got, v, "{name}: {k} in {new}");
+            }
+        }
+    }
 }
