@@ -143,6 +143,10 @@ def test_a_load_balancer_service_gets_an_external_ip(kc, lns):
     assert ipaddress.ip_address(ip) in ipaddress.ip_network("172.18.255.0/24")
     table = kc("get", "svc", "web", "-n", lns).stdout
     assert ip in table.splitlines()[1].split()
+    # a LoadBalancer Service has a node port, which PORT(S) shows as a real cluster does
+    node_port = kc.json("get", "svc", "web", "-n", lns)["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= node_port <= 32767
+    assert table.splitlines()[1].split()[4] == f"80:{node_port}/TCP", table
     svc = kc.json("get", "svc", "web", "-n", lns)
     assert LB_FINALIZER in svc["metadata"]["finalizers"]
     assert svc["status"]["loadBalancer"]["ingress"] == [{"ip": ip, "ipMode": "VIP"}]
@@ -156,18 +160,24 @@ def test_a_load_balancer_service_gets_an_external_ip(kc, lns):
     kc("expose", "deployment", "web", "--name=web2", "--type=LoadBalancer", "--port=81", "-n", lns)
     ip2 = wait_until(lambda: lb_ip(kc, lns, "web2"), timeout=30, message="a second ingress IP")
     assert ip2 != ip
-    # no longer a load balancer: address released, status cleared, finalizer removed
-    # (with the fields only a LoadBalancer may have removed: the embedded API server does
-    # not drop them itself on a type change, as upstream's dropTypeDependentFields does)
-    kc("patch", "svc", "web2", "-n", lns, "--type=json", "-p", json.dumps([
-        {"op": "replace", "path": "/spec/type", "value": "ClusterIP"},
-        {"op": "remove", "path": "/spec/allocateLoadBalancerNodePorts"},
-        {"op": "remove", "path": "/spec/externalTrafficPolicy"},
-    ]))
+    # no longer a load balancer: address released, status cleared, finalizer removed; the
+    # type alone is patched, as a user does (the API server drops the node port and the
+    # other fields only a LoadBalancer used)
+    kc("patch", "svc", "web2", "-n", lns, "-p", json.dumps({"spec": {"type": "ClusterIP"}}))
+    web2 = kc.json("get", "svc", "web2", "-n", lns)["spec"]
+    assert "nodePort" not in web2["ports"][0], web2
+    assert "allocateLoadBalancerNodePorts" not in web2 and "externalTrafficPolicy" not in web2
+    assert kc("get", "svc", "web2", "-n", lns).stdout.splitlines()[1].split()[4] == "81/TCP"
     wait_until(lambda: not lb_ip(kc, lns, "web2")
                and LB_FINALIZER not in kc.json("get", "svc", "web2", "-n", lns)["metadata"].get(
                    "finalizers", []),
                timeout=30, message="web2's load balancer cleaned up")
+    # a NodePort Service shows its node port too
+    kc("create", "service", "nodeport", "web3", "--tcp=82:80", "-n", lns)
+    web3 = kc.json("get", "svc", "web3", "-n", lns)["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= web3 <= 32767 and web3 != node_port
+    row = kc("get", "svc", "web3", "-n", lns).stdout.splitlines()[1].split()
+    assert row[1] == "NodePort" and row[4] == f"82:{web3}/TCP", row
     # kubectl delete waits for the finalizer to go, and returns
     kc("delete", "svc", "web", "-n", lns, "--timeout=60s")
     r = kc("get", "svc", "web", "-n", lns, check=False)
