@@ -198,6 +198,16 @@ fn updates_keep_node_ports_and_type_changes_release_them() {
         svc("other", "NodePort", json!([{"port": 80, "nodePort": np}])),
     );
     assert_eq!(code, 201, "{other}");
+    // a requested health check node port that is taken: upstream's internal error
+    let mut taken_hc = svc("taken", "LoadBalancer", json!([{"port": 80}]));
+    taken_hc["spec"]["externalTrafficPolicy"] = json!("Local");
+    taken_hc["spec"]["healthCheckNodePort"] = json!(np);
+    let (code, st) = create(&s, taken_hc);
+    assert_eq!(code, 500, "{st}");
+    assert_eq!(
+        st["message"],
+        format!("Internal error occurred: failed to allocate requested HealthCheck NodePort {np}: provided port is already allocated")
+    );
     let mut hc_svc = svc("hc", "LoadBalancer", json!([{"port": 80}]));
     hc_svc["spec"]["externalTrafficPolicy"] = json!("Local");
     hc_svc["spec"]["healthCheckNodePort"] = json!(hc);

@@ -346,6 +346,19 @@ mod node_ports {
             mine.insert(np);
         }
         taken.extend(requested);
+        // a requested health check node port is reserved before any port is picked
+        let wants_hc = needs_hc_node_port(obj);
+        let requested_hc = if wants_hc { hc_node_port(obj) } else { 0 };
+        if requested_hc != 0 {
+            if !owned.contains(&requested_hc) {
+                if let Some(why) = refusal(requested_hc, &taken) {
+                    return Err(ApiError::internal(format!(
+                        "failed to allocate requested HealthCheck NodePort {requested_hc}: {why}"
+                    )));
+                }
+            }
+            taken.insert(requested_hc);
+        }
         let mut by_port: HashMap<i64, i64> = HashMap::new();
         if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
             for p in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -367,22 +380,10 @@ mod node_ports {
                 p.insert("nodePort".into(), json!(np));
             }
         }
-        if needs_hc_node_port(obj) {
-            let hc = hc_node_port(obj);
-            let hc = if hc == 0 {
-                next_free(&taken).ok_or_else(|| {
-                    ApiError::internal("failed to allocate a HealthCheck NodePort 0: range is full")
-                })?
-            } else {
-                if !owned.contains(&hc) {
-                    if let Some(why) = refusal(hc, &taken) {
-                        return Err(ApiError::internal(format!(
-                            "failed to allocate requested HealthCheck NodePort {hc}: {why}"
-                        )));
-                    }
-                }
-                hc
-            };
+        if wants_hc && requested_hc == 0 {
+            let hc = next_free(&taken).ok_or_else(|| {
+                ApiError::internal("failed to allocate a HealthCheck NodePort 0: range is full")
+            })?;
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert("healthCheckNodePort".into(), json!(hc));
             }
