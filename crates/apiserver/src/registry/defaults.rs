@@ -15,16 +15,17 @@
 //! Each kind's registry file applies its defaults in its strategy's `default`, in one of
 //! two phases ([`crate::registry::catalog::Phase`]): `Create` is everything a create
 //! request gets (scheme defaults plus the create-time additions: namespace `kubernetes`
-//! finalizer, pod `status.phase`/`qosClass` and priority, Service IP family fields, zero-valued `status` stanzas, the Job's generated
+//! finalizer, pod `status.phase`/`qosClass`, priority and the `DefaultTolerationSeconds`
+//! tolerations, the `TaintNodesByCondition` not-ready taint of a new Node, Service IP
+//! family fields, zero-valued `status` stanzas, the Job's generated
 //! selector); `Scheme` is only what upstream applies on every decode (updates, `/status`
 //! and `/finalize` writes), where create-only additions must not come back (a namespace
 //! finalizer that the namespace controller removed, for instance). This module holds the
 //! JSON helpers they share; pod templates' defaults are `core::podspec::defaults`.
 //!
 //! Not done here: cluster IP and node port allocation, the service-account admission
-//! plugin (token volume, `serviceAccountName: default`), the default-toleration-seconds
-//! admission plugin, name generation, `metadata.generation`, and anything controllers
-//! write into `status`.
+//! plugin (token volume, `serviceAccountName: default`), name generation,
+//! `metadata.generation`, and anything controllers write into `status`.
 //!
 //! Every function leaves alone a field whose JSON type is not what the Kubernetes schema
 //! expects: bad input is for validation to reject, never a reason to panic here.

@@ -51,7 +51,11 @@ pub(crate) mod defaults {
 
     /// The kind's defaults in `phase`.
     pub(crate) fn apply(o: &mut Obj, phase: Phase) {
-        let _ = phase;
+        if phase.create() {
+            if let Some(spec) = child_or_insert(o, "spec") {
+                not_ready_taint(spec);
+            }
+        }
         if let Some(status) = child(o, "status") {
             if is_nil(status, "allocatable") {
                 if let Some(cap @ Value::Object(_)) = status.get("capacity") {
@@ -63,6 +67,29 @@ pub(crate) mod defaults {
             resource_list(status, "allocatable", true);
         }
     }
+
+    /// What the always-on `TaintNodesByCondition` admission plugin (upstream
+    /// `plugin/pkg/admission/nodetaint`) adds to a new Node: the
+    /// `node.kubernetes.io/not-ready:NoSchedule` taint, unless a taint with that key and
+    /// effect is there already. The node lifecycle controller removes it once the node
+    /// is Ready.
+    pub(crate) fn not_ready_taint(spec: &mut Obj) {
+        if is_nil(spec, "taints") {
+            spec.insert("taints".into(), json!([]));
+        }
+        let Some(Value::Array(taints)) = spec.get_mut("taints") else {
+            return;
+        };
+        let present = taints.iter().any(|t| {
+            t.get("key").and_then(Value::as_str) == Some(NOT_READY)
+                && t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+        });
+        if !present {
+            taints.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
+        }
+    }
+
+    const NOT_READY: &str = "node.kubernetes.io/not-ready";
 }
 
 pub(crate) mod printer {

@@ -184,14 +184,9 @@ fn fixture_pod() {
     apply_defaults("", "v1", "Pod", &mut input);
     let mut want = fixture("pod.json");
     strip_server_fields(&mut want);
-    // Set by the ServiceAccount and DefaultTolerationSeconds admission plugins.
+    // Set by the ServiceAccount admission plugin.
     let spec = want["spec"].as_object_mut().unwrap();
-    for k in [
-        "serviceAccount",
-        "serviceAccountName",
-        "tolerations",
-        "volumes",
-    ] {
+    for k in ["serviceAccount", "serviceAccountName", "volumes"] {
         spec.remove(k);
     }
     want["spec"]["containers"][0]
@@ -1011,5 +1006,123 @@ fn weird_input_never_panics() {
         }
         let mut obj = seed.clone();
         generate_job_selector(&mut obj, "u");
+    }
+}
+
+/// The `DefaultTolerationSeconds` admission cases (upstream `TestForgivenessAdmission`):
+/// the not-ready and unreachable `NoExecute` tolerations are appended unless the pod
+/// already tolerates that taint (same or empty key, `NoExecute` or empty effect).
+#[test]
+fn default_toleration_seconds_admission() {
+    let nr = |s: i64| {
+        json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+            "effect": "NoExecute", "tolerationSeconds": s})
+    };
+    let ur = |s: i64| {
+        json!({"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+            "effect": "NoExecute", "tolerationSeconds": s})
+    };
+    let foo = json!({"key": "foo", "operator": "Equal", "value": "bar",
+        "effect": "NoSchedule", "tolerationSeconds": 700});
+    let ur_any_effect = json!({"key": "node.kubernetes.io/unreachable",
+        "operator": "Exists", "tolerationSeconds": 700});
+    let wildcard = json!({"operator": "Exists", "tolerationSeconds": 700});
+    let cases: Vec<(&str, Option<Value>, Value)> = vec![
+        ("no tolerations", None, json!([nr(300), ur(300)])),
+        (
+            "an unrelated toleration",
+            Some(json!([foo.clone()])),
+            json!([foo, nr(300), ur(300)]),
+        ),
+        (
+            "tolerates not-ready",
+            Some(json!([nr(700)])),
+            json!([nr(700), ur(300)]),
+        ),
+        (
+            "tolerates unreachable",
+            Some(json!([ur(700)])),
+            json!([ur(700), nr(300)]),
+        ),
+        (
+            "tolerates both",
+            Some(json!([nr(700), ur(700)])),
+            json!([nr(700), ur(700)]),
+        ),
+        (
+            "unreachable with every effect",
+            Some(json!([ur_any_effect.clone()])),
+            json!([ur_any_effect, nr(300)]),
+        ),
+        (
+            "wildcard",
+            Some(json!([wildcard.clone()])),
+            json!([wildcard]),
+        ),
+    ];
+    for (name, given, want) in cases {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        if let Some(t) = given {
+            pod["spec"]["tolerations"] = t;
+        }
+        let mut updated = pod.clone();
+        apply_defaults("", "v1", "Pod", &mut pod);
+        assert_eq!(pod["spec"]["tolerations"], want, "{name}");
+        // an admission plugin of creates: decoding an update adds nothing
+        let before = updated["spec"].get("tolerations").cloned();
+        apply_scheme_defaults("", "v1", "Pod", &mut updated);
+        assert_eq!(
+            updated["spec"].get("tolerations").cloned(),
+            before,
+            "{name}"
+        );
+    }
+    // tolerations of the wrong JSON type are left for validation
+    let mut bad = json!({"spec": {"tolerations": "x"}});
+    apply_defaults("", "v1", "Pod", &mut bad);
+    assert_eq!(bad["spec"]["tolerations"], "x");
+}
+
+/// The `TaintNodesByCondition` admission (upstream `nodetaint`): a new Node gets
+/// `node.kubernetes.io/not-ready:NoSchedule` after its own taints unless one with that
+/// key and effect is there; updates are left alone.
+#[test]
+fn taint_nodes_by_condition_admission() {
+    let not_ready = json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"});
+    let other = json!({"key": "example.com/x", "value": "y", "effect": "NoSchedule"});
+    let not_ready_exec = json!({"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"});
+    let with_value = json!({"key": "node.kubernetes.io/not-ready", "value": "v",
+        "effect": "NoSchedule"});
+    let cases: Vec<(&str, Value, Value)> = vec![
+        ("no spec", json!({}), json!([not_ready.clone()])),
+        ("no taints", json!({"spec": {}}), json!([not_ready.clone()])),
+        (
+            "other taints",
+            json!({"spec": {"taints": [other.clone()]}}),
+            json!([other, not_ready.clone()]),
+        ),
+        (
+            "not-ready with another effect",
+            json!({"spec": {"taints": [not_ready_exec.clone()]}}),
+            json!([not_ready_exec, not_ready.clone()]),
+        ),
+        (
+            "already tainted (value ignored)",
+            json!({"spec": {"taints": [with_value.clone()]}}),
+            json!([with_value]),
+        ),
+    ];
+    for (name, mut node, want) in cases {
+        node["apiVersion"] = json!("v1");
+        node["kind"] = json!("Node");
+        node["metadata"] = json!({"name": "n"});
+        let mut updated = node.clone();
+        apply_defaults("", "v1", "Node", &mut node);
+        assert_eq!(node["spec"]["taints"], want, "{name}");
+        let before = updated.pointer("/spec/taints").cloned();
+        apply_scheme_defaults("", "v1", "Node", &mut updated);
+        assert_eq!(updated.pointer("/spec/taints").cloned(), before, "{name}");
     }
 }

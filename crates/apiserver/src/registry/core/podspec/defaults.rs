@@ -9,6 +9,7 @@ pub(crate) fn pod(o: &mut Obj, phase: Phase) {
         pod_spec(spec);
         if phase.create() {
             pod_priority(spec);
+            default_toleration_seconds(spec);
         }
     }
     if phase.create() {
@@ -84,6 +85,48 @@ pub(crate) fn pod_priority(spec: &mut Obj) {
     };
     spec.insert("priority".into(), json!(value));
     default_ptr(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+}
+
+/// Taints every pod tolerates for five minutes unless it says otherwise.
+const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// What the always-on `DefaultTolerationSeconds` admission plugin adds to a new Pod: a
+/// `NoExecute` toleration of 300 seconds for each of the not-ready and unreachable node
+/// taints the pod does not already tolerate, where a toleration counts when its key is
+/// the taint's or empty and its effect `NoExecute` or empty (whatever its operator or
+/// seconds), appended after the pod's own.
+pub(crate) fn default_toleration_seconds(spec: &mut Obj) {
+    if is_nil(spec, "tolerations") {
+        spec.insert("tolerations".into(), json!([]));
+    }
+    let Some(Value::Array(tolerations)) = spec.get_mut("tolerations") else {
+        return;
+    };
+    let tolerates = |taint: &str| {
+        tolerations.iter().any(|t| {
+            let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            (key == taint || key.is_empty()) && (effect == "NoExecute" || effect.is_empty())
+        })
+    };
+    let missing: Vec<&str> = DEFAULT_TOLERATED_TAINTS
+        .into_iter()
+        .filter(|taint| !tolerates(taint))
+        .collect();
+    for taint in missing {
+        tolerations.push(json!({
+            "key": taint,
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        }));
+    }
+    if tolerations.is_empty() {
+        spec.remove("tolerations");
+    }
 }
 
 /// `SetDefaults_PodSpec` and the generated nested defaulters for everything in a PodSpec.
