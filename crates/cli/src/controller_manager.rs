@@ -145,6 +145,33 @@ pub struct Args {
     /// Mask size for IPv6 node cidr in dual-stack cluster. Default is 64.
     #[arg(long, default_value_t = 0)]
     node_cidr_mask_size_ipv6: u8,
+    /// The period for syncing NodeStatus in the node lifecycle controller.
+    #[arg(long, default_value = "5s", value_parser = go_duration)]
+    node_monitor_period: Duration,
+    /// Amount of time which we allow running Node to be unresponsive before marking it
+    /// unhealthy (its conditions Unknown).
+    #[arg(long, default_value = "50s", value_parser = go_duration)]
+    node_monitor_grace_period: Duration,
+    /// Amount of time which we allow starting Node to be unresponsive before marking it
+    /// unhealthy.
+    #[arg(long, default_value = "1m0s", value_parser = go_duration)]
+    node_startup_grace_period: Duration,
+    /// Number of nodes per second on which pods are deleted (tainted NoExecute) in case
+    /// of node failure when a zone is healthy.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f32,
+    /// Number of nodes per second on which pods are deleted in case of node failure
+    /// when a zone is unhealthy (see --unhealthy-zone-threshold).
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f32,
+    /// Number of nodes from which the node lifecycle controller treats the cluster as
+    /// large for the eviction logic (smaller unhealthy zones stop evictions).
+    #[arg(long, default_value_t = 50)]
+    large_cluster_size_threshold: i32,
+    /// Fraction of Nodes in a zone which needs to be not Ready (minimum 3) for the zone
+    /// to be treated as unhealthy.
+    #[arg(long, default_value_t = 0.55)]
+    unhealthy_zone_threshold: f32,
     /// Queries per second to the API server (0: unlimited).
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f32,
@@ -218,6 +245,13 @@ impl Args {
         o.node_ipam.node_cidr_mask_size = self.node_cidr_mask_size;
         o.node_ipam.node_cidr_mask_size_ipv4 = self.node_cidr_mask_size_ipv4;
         o.node_ipam.node_cidr_mask_size_ipv6 = self.node_cidr_mask_size_ipv6;
+        o.node_lifecycle.node_monitor_period = self.node_monitor_period;
+        o.node_lifecycle.node_monitor_grace_period = self.node_monitor_grace_period;
+        o.node_lifecycle.node_startup_grace_period = self.node_startup_grace_period;
+        o.node_lifecycle.node_eviction_rate = self.node_eviction_rate;
+        o.node_lifecycle.secondary_node_eviction_rate = self.secondary_node_eviction_rate;
+        o.node_lifecycle.large_cluster_size_threshold = self.large_cluster_size_threshold;
+        o.node_lifecycle.unhealthy_zone_threshold = self.unhealthy_zone_threshold;
         o
     }
 
@@ -302,14 +336,26 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
     }
 }
 
-/// The controller manager of `coxswain up`: every default controller against the
-/// embedded server, no leader election, no client rate limit (the server is in-process),
-/// health and metrics on a free loopback port (sent on `listening`).
+/// The controller manager of `coxswain up`: the controllers and options `args` select
+/// (`--controllers`, each controller's flags, `--root-ca-file`) against the embedded
+/// server; the connection (`--kubeconfig`, `--master`), leader election, the client
+/// rate limit and the serving flags are the embedded cluster's own: no leader
+/// election, no client rate limit (the server is in-process), health and metrics on a
+/// free loopback port (sent on `listening`).
 pub async fn run_in_process(
+    args: Args,
     kubeconfig: PathBuf,
     cancel: tokio_util::sync::CancellationToken,
     listening: tokio::sync::oneshot::Sender<Option<std::net::SocketAddr>>,
 ) -> Result<(), controller_manager::ControllerManagerError> {
+    let flags = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "controller manager flags");
+            let _ = listening.send(None);
+            return Ok(());
+        }
+    };
     let kc = match Kubeconfig::read_from(&kubeconfig) {
         Ok(kc) => kc,
         Err(e) => {
@@ -327,6 +373,9 @@ pub async fn run_in_process(
         }
     };
     let config = ControllerManagerConfig {
+        controllers: flags.controllers,
+        controller_start_interval: flags.controller_start_interval,
+        options: flags.options,
         leader_elect: false,
         kube_api_qps: 0.0,
         min_resync_period: Duration::ZERO,
@@ -454,6 +503,35 @@ mod tests {
             o.endpoint_slice.endpoint_updates_batch_period,
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn node_lifecycle_flags() {
+        let o = options(&[]).node_lifecycle;
+        assert_eq!(o.node_monitor_period, Duration::from_secs(5));
+        assert_eq!(o.node_monitor_grace_period, Duration::from_secs(50));
+        assert_eq!(o.node_startup_grace_period, Duration::from_secs(60));
+        assert_eq!(o.node_eviction_rate, 0.1);
+        assert_eq!(o.secondary_node_eviction_rate, 0.01);
+        assert_eq!(o.large_cluster_size_threshold, 50);
+        assert_eq!(o.unhealthy_zone_threshold, 0.55);
+        let o = options(&[
+            "--node-monitor-period=1s",
+            "--node-monitor-grace-period=8s",
+            "--node-startup-grace-period=20s",
+            "--node-eviction-rate=2",
+            "--secondary-node-eviction-rate=0.5",
+            "--large-cluster-size-threshold=3",
+            "--unhealthy-zone-threshold=0.3",
+        ])
+        .node_lifecycle;
+        assert_eq!(o.node_monitor_period, Duration::from_secs(1));
+        assert_eq!(o.node_monitor_grace_period, Duration::from_secs(8));
+        assert_eq!(o.node_startup_grace_period, Duration::from_secs(20));
+        assert_eq!(o.node_eviction_rate, 2.0);
+        assert_eq!(o.secondary_node_eviction_rate, 0.5);
+        assert_eq!(o.large_cluster_size_threshold, 3);
+        assert_eq!(o.unhealthy_zone_threshold, 0.3);
     }
 }
 

@@ -39,6 +39,7 @@ pub mod history;
 pub mod job;
 pub mod namespace;
 pub mod nodeipam;
+pub mod nodelifecycle;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
@@ -76,6 +77,7 @@ pub fn builtin() -> Registry {
         ttl::descriptor(),
         nodeipam::descriptor(),
         disruption::descriptor(),
+        nodelifecycle::descriptor(),
     ])
 }
 

@@ -64,6 +64,8 @@ pub struct ControllerManagerOptions {
     pub node_ipam: crate::nodeipam::NodeIpamControllerOptions,
     /// `disruption-controller`.
     pub disruption: crate::disruption::DisruptionControllerOptions,
+    /// `node-lifecycle-controller`.
+    pub node_lifecycle: crate::nodelifecycle::NodeLifecycleControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

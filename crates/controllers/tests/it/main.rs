@@ -13,6 +13,7 @@ mod gc;
 mod job;
 mod namespace;
 mod nodeipam;
+mod nodelifecycle;
 mod podgc;
 mod replicaset;
 mod small;
