@@ -56,7 +56,7 @@ enum Command {
     Apiserver(ServerArgs),
     /// Run a whole cluster in this process: the API server, the controller manager and
     /// simulated nodes.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Run the built-in controllers against a cluster (kube-controller-manager's flags).
     #[command(name = "controller-manager")]
     ControllerManager(Box<controller_manager::Args>),
@@ -73,6 +73,11 @@ struct UpArgs {
     nodes: usize,
     #[command(flatten)]
     load_balancers: LoadBalancerArgs,
+    /// The controller manager's flags, as `coxswain controller-manager` takes them
+    /// (`--controllers`, `--node-monitor-grace-period=8s`, ...); those about connecting,
+    /// leader election, client rate limits and serving are the embedded cluster's own.
+    #[command(flatten)]
+    controller_manager: controller_manager::Args,
 }
 
 /// The simulated cloud's service load balancers.
@@ -112,6 +117,10 @@ struct SimArgs {
     /// stay Pending without an IP until its spec.podCIDR is set.
     #[arg(long)]
     wait_for_pod_cidr: bool,
+    /// Nodes whose heartbeats (Lease, status) and kubelet are stopped from the start,
+    /// unless their `sim.coxswain.dev/heartbeat` annotation says otherwise (`running`).
+    #[arg(long, value_delimiter = ',')]
+    stop_heartbeats: Vec<String>,
 }
 
 /// The node simulator's client: its writes appear in managedFields as the kubelet's.
@@ -141,6 +150,7 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<i32> {
         nodes: args.nodes,
         scheduler: !args.no_scheduler,
         wait_for_pod_cidr: args.wait_for_pod_cidr,
+        stopped_heartbeats: args.stop_heartbeats.into_iter().collect(),
         ..Default::default()
     };
     args.load_balancers.apply(&mut config);
@@ -167,10 +177,11 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
 async fn run_server(
     args: ServerArgs,
     what: &str,
-    with_controllers: bool,
+    controllers: Option<controller_manager::Args>,
     nodes: usize,
     load_balancers: Option<LoadBalancerArgs>,
 ) -> anyhow::Result<i32> {
+    let with_controllers = controllers.is_some();
     let running = coxswain_apiserver::server::start(config(&args))
         .await
         .with_context(|| format!("starting the API server on {}", args.bind))?;
@@ -178,9 +189,10 @@ async fn run_server(
         std::fs::canonicalize(&running.kubeconfig).unwrap_or(running.kubeconfig.clone());
     println!("coxswain {what}: API server listening on {}", running.url);
     let stop = coxswain_runtime::manager::shutdown_signal();
-    let controllers = if with_controllers {
+    let controllers = if let Some(cm) = controllers {
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(controller_manager::run_in_process(
+            cm,
             kubeconfig.clone(),
             stop.clone(),
             addr_tx,
@@ -255,9 +267,17 @@ fn main() -> anyhow::Result<()> {
         .context("building the tokio runtime")?;
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Apiserver(a) => run_server(a, "apiserver", false, 0, None).await,
+            Command::Apiserver(a) => run_server(a, "apiserver", None, 0, None).await,
             Command::Up(a) => {
-                run_server(a.server, "up", true, a.nodes, Some(a.load_balancers)).await
+                let a = *a;
+                run_server(
+                    a.server,
+                    "up",
+                    Some(a.controller_manager),
+                    a.nodes,
+                    Some(a.load_balancers),
+                )
+                .await
             }
             Command::Sim(a) => run_sim(a).await,
             Command::ControllerManager(a) => controller_manager::run(*a).await,

@@ -11,6 +11,10 @@ use crate::Error;
 /// Label (value `"true"`) that marks the nodes the simulator owns by default.
 pub const MANAGED_LABEL: &str = "sim.coxswain.dev/managed";
 
+/// Node annotation that stops (`"stopped"`) or runs (any other value) a managed node's
+/// heartbeats and kubelet; without it, [`SimConfig::stopped_heartbeats`] decides.
+pub const HEARTBEAT_ANNOTATION: &str = "sim.coxswain.dev/heartbeat";
+
 /// What to simulate and how. [`Default`] gives the documented defaults; every field
 /// may be changed before [`crate::Simulator::new`] (which validates them).
 #[derive(Clone, Debug)]
@@ -107,6 +111,10 @@ pub struct SimConfig {
     pub load_balancers: bool,
     /// The IPv4 CIDR load balancer addresses come from (default `172.18.255.0/24`).
     pub load_balancer_ip_range: String,
+    /// Managed nodes whose heartbeats are stopped unless their
+    /// [`HEARTBEAT_ANNOTATION`] says otherwise (default none): no Lease renewal, no
+    /// status report, and their kubelet does nothing to their pods, as a dead node.
+    pub stopped_heartbeats: std::collections::BTreeSet<String>,
 }
 
 impl Default for SimConfig {
@@ -154,11 +162,27 @@ impl Default for SimConfig {
             node_workers: 8,
             load_balancers: true,
             load_balancer_ip_range: "172.18.255.0/24".into(),
+            stopped_heartbeats: Default::default(),
         }
     }
 }
 
 impl SimConfig {
+    /// Whether `node`'s heartbeats are stopped: its [`HEARTBEAT_ANNOTATION`] is
+    /// `"stopped"`, or it has none and is one of [`SimConfig::stopped_heartbeats`].
+    pub fn heartbeats_stopped(&self, node: &k8s_openapi::api::core::v1::Node) -> bool {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        match node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(HEARTBEAT_ANNOTATION))
+        {
+            Some(v) => v == "stopped",
+            None => self.stopped_heartbeats.contains(name),
+        }
+    }
+
     /// The name of configured node `i`.
     pub fn node_name(&self, i: usize) -> String {
         format!("{}{i}", self.node_name_prefix)

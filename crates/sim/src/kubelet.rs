@@ -41,13 +41,17 @@ pub struct NodeNet {
     pub host_ip: Option<String>,
     /// Its pod CIDR.
     pub pod_cidr: Option<String>,
+    /// Whether its heartbeats are stopped ([`SimConfig::heartbeats_stopped`]): its
+    /// kubelet is dead and leaves its pods alone.
+    pub stopped: bool,
 }
 
 impl NodeNet {
-    fn of(node: &Node) -> NodeNet {
+    fn of(cfg: &SimConfig, node: &Node) -> NodeNet {
         NodeNet {
             host_ip: internal_ip(node).map(|ip| ip.to_string()),
             pod_cidr: node.spec.as_ref().and_then(|s| s.pod_cidr.clone()),
+            stopped: cfg.heartbeats_stopped(node),
         }
     }
 }
@@ -101,7 +105,10 @@ impl Kubelet {
                 let mut nodes = k.nodes.lock().unwrap_or_else(|e| e.into_inner());
                 match c {
                     Change::Added(n) | Change::Updated { new: n, .. } if is_managed(&k.cfg, n) => {
-                        nodes.insert(n.metadata.name.clone().unwrap_or_default(), NodeNet::of(n));
+                        nodes.insert(
+                            n.metadata.name.clone().unwrap_or_default(),
+                            NodeNet::of(&k.cfg, n),
+                        );
                     }
                     Change::Added(n) | Change::Updated { new: n, .. } | Change::Deleted(n) => {
                         let name = n.metadata.name.as_deref().unwrap_or("");
@@ -115,13 +122,14 @@ impl Kubelet {
     }
 
     /// Whether a node change may let the kubelet act on the node's pods (the node
-    /// became managed or got its address or CIDR).
+    /// became managed, got its address or CIDR, or its heartbeats stopped or
+    /// restarted).
     pub fn node_change_matters(cfg: &SimConfig, c: &Change<Node>) -> bool {
         match c {
             Change::Added(n) => is_managed(cfg, n),
             Change::Updated { old, new } => {
                 is_managed(cfg, new)
-                    && (!is_managed(cfg, old) || NodeNet::of(old) != NodeNet::of(new))
+                    && (!is_managed(cfg, old) || NodeNet::of(cfg, old) != NodeNet::of(cfg, new))
             }
             Change::Deleted(_) => false,
         }
@@ -243,6 +251,12 @@ impl Kubelet {
             // not a simulated node (or not yet seen): a real kubelet's business
             return Ok(Action::Done);
         };
+        if net.stopped {
+            // a dead kubelet: the pod keeps its last reported status, and a deleted
+            // one stays Terminating until the node is back (or the pod is force
+            // deleted), as on a real cluster
+            return Ok(Action::Done);
+        }
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let status = pod.status.clone().unwrap_or_default();
         let phase = status.phase.as_deref().unwrap_or("Pending");

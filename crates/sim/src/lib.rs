@@ -10,7 +10,13 @@
 //!   `Ready=True` and no pressure, renews its Lease in `kube-node-lease` every 10 s
 //!   (duration 40 s) and refreshes its status every 5 minutes or when it changes, as
 //!   kubelet's defaults. Nodes without the label are never touched, so the simulator
-//!   coexists with real nodes.
+//!   coexists with real nodes. A node annotated `sim.coxswain.dev/heartbeat: "stopped"`
+//!   (or named in [`SimConfig::stopped_heartbeats`], `coxswain sim --stop-heartbeats`,
+//!   unless annotated otherwise, e.g. `"running"`) is a dead node: its Lease and
+//!   status are no longer renewed (the node lifecycle controller then marks it
+//!   `Unknown` and taints it) and its kubelet leaves its pods alone (deleted ones stay
+//!   `Terminating`); removing the annotation brings it back. A deleted node is not
+//!   created again: the configured nodes are created once, at start.
 //! * **Scheduler** ([`scheduler`]): binds pending pods of the configured
 //!   `schedulerName` through `pods/binding`, with upstream's filters (unschedulable
 //!   nodes, taints and tolerations, nodeSelector and required node affinity, host

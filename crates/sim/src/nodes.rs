@@ -443,6 +443,11 @@ impl NodeManager {
             }
         };
         let i = self.index_of(&node);
+        if self.cfg.heartbeats_stopped(&node) {
+            // a dead kubelet: no Lease renewal, no status; the annotation's change
+            // brings the node back here
+            return Ok(Action::Done);
+        }
         let has_cidr = node
             .spec
             .as_ref()
