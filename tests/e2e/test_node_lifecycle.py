@@ -80,7 +80,7 @@ def test_new_nodes_are_tainted_not_ready_until_ready(kc, nlc_cluster):
         wait_until(lambda: not any(k == NOT_READY for k, _ in taints(kc, name)), timeout=30)
     # a new node: the API server taints it at creation
     name = f"nlc-new-{uuid.uuid4().hex[:6]}"
-    created = kc.json("create", "-o", "json", "-f", "-", input=json.dumps({
+    created = kc.json("create", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {MANAGED: "true"}},
     }))
@@ -95,7 +95,7 @@ def test_new_nodes_are_tainted_not_ready_until_ready(kc, nlc_cluster):
 
 def test_pods_get_the_default_tolerations(kc, ns):
     kc("run", "p", "-n", ns, "--image=busybox", "--restart=Never")
-    tol = kc.json("get", "pod", "p", "-n", ns, "-o", "json")["spec"]["tolerations"]
+    tol = kc.json("get", "pod", "p", "-n", ns)["spec"]["tolerations"]
     assert {"key": NOT_READY, "operator": "Exists", "effect": "NoExecute",
             "tolerationSeconds": 300} in tol
     assert {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
@@ -124,7 +124,7 @@ def deployment(name: str, replicas: int, seconds: int) -> dict:
 
 
 def pods_by_node(kc: Kubectl, ns: str, app: str) -> list[dict]:
-    return kc.json("get", "pods", "-n", ns, "-l", f"app={app}", "-o", "json")["items"]
+    return kc.json("get", "pods", "-n", ns, "-l", f"app={app}")["items"]
 
 
 def is_ready(p: dict) -> bool:
@@ -146,7 +146,7 @@ def test_stopped_heartbeats_make_a_node_unknown_tainted_and_then_ready_again(
         kc("wait", "--for=condition=Ready=Unknown", f"node/{victim}",
            f"--timeout={GRACE + 30}s")
         assert "NotReady" in kc("get", "node", victim).stdout
-        node = kc.json("get", "node", victim, "-o", "json")
+        node = kc.json("get", "node", victim)
         ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
         assert ready["reason"] == "NodeStatusUnknown"
         assert ready["message"] == "Kubelet stopped posting node status."
