@@ -417,7 +417,6 @@ pub fn check_node_health(
                 message: Some("Kubelet never posted node status.".into()),
                 last_heartbeat_time: Some(Time(created)),
                 last_transition_time: Some(Time(now)),
-                ..NodeCondition::default()
             }),
             Some(c) if c.status != "Unknown" => {
                 c.status = "Unknown".into();
@@ -451,17 +450,21 @@ pub fn health_after_write(
     }
 }
 
+/// What [`classify_nodes`] finds: added nodes, deleted nodes, and known nodes of a zone
+/// without a state.
+pub type Classified<'a> = (
+    Vec<&'a std::sync::Arc<Node>>,
+    Vec<std::sync::Arc<Node>>,
+    Vec<&'a std::sync::Arc<Node>>,
+);
+
 /// Nodes seen for the first time, nodes gone, and known nodes whose zone has no state
 /// yet (upstream `classifyNodes`).
 pub fn classify_nodes<'a>(
     nodes: &'a [std::sync::Arc<Node>],
     known: &BTreeMap<String, std::sync::Arc<Node>>,
     zones: &BTreeMap<String, ZoneState>,
-) -> (
-    Vec<&'a std::sync::Arc<Node>>,
-    Vec<std::sync::Arc<Node>>,
-    Vec<&'a std::sync::Arc<Node>>,
-) {
+) -> Classified<'a> {
     let mut added = Vec::new();
     let mut new_zone = Vec::new();
     for n in nodes {

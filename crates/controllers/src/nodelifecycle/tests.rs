@@ -554,11 +554,19 @@ fn swapping_taints() {
     let ur = unreachable_taint();
     let other = taint("example.com/x", "NoSchedule");
     assert_eq!(
-        swap_taints(&[other.clone(), nr.clone()], &[ur.clone()], &[nr.clone()]),
+        swap_taints(
+            &[other.clone(), nr.clone()],
+            std::slice::from_ref(&ur),
+            std::slice::from_ref(&nr)
+        ),
         Some(vec![other.clone(), ur.clone()])
     );
     assert_eq!(
-        swap_taints(&[ur.clone()], &[ur.clone()], &[nr.clone()]),
+        swap_taints(
+            std::slice::from_ref(&ur),
+            std::slice::from_ref(&ur),
+            std::slice::from_ref(&nr)
+        ),
         None
     );
     let mut stamped = ur.clone();
@@ -568,7 +576,7 @@ fn swapping_taints() {
         Some(vec![stamped, other.clone()]),
         "updated in place"
     );
-    assert_eq!(swap_taints(&[other.clone()], &[], &[nr]), None);
+    assert_eq!(swap_taints(std::slice::from_ref(&other), &[], &[nr]), None);
 }
 
 #[test]
