@@ -9,6 +9,7 @@ use crate::common;
 use common::{wait_for, Harness};
 use coxswain_controllers::nodelifecycle::{self, NodeLifecycleControllerOptions};
 use coxswain_controllers::registry::ControllerManagerOptions;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -69,11 +70,43 @@ async fn post_ready(nodes: &Api<Node>, name: &str) {
         .expect("status");
 }
 
+/// Keep `name`'s Lease renewed every 300 ms (a live kubelet) until the task is dropped.
+fn keep_alive(client: kube::Client, name: &'static str) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let leases: Api<Lease> = Api::namespaced(client, "kube-node-lease");
+        loop {
+            let lease = json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                         "renewTime": Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()},
+            });
+            let _ = leases
+                .patch(
+                    name,
+                    &PatchParams::apply("kubelet").force(),
+                    &Patch::Apply(lease),
+                )
+                .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+}
+
 #[tokio::test]
 async fn a_node_that_stops_posting_goes_unknown_tainted_and_back() {
     let h = start().await;
     let nodes: Api<Node> = Api::all(h.client());
     let pods: Api<Pod> = Api::namespaced(h.client(), NS);
+    // a healthy node, so the cluster is not fully disrupted when n1 stops (then
+    // upstream stops tainting altogether)
+    let healthy: Node = serde_json::from_value(json!({"metadata": {"name": "n2"}})).unwrap();
+    nodes
+        .create(&PostParams::default(), &healthy)
+        .await
+        .unwrap();
+    post_ready(&nodes, "n2").await;
+    let alive = keep_alive(h.client(), "n2");
     let node: Node = serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap();
     let created = nodes.create(&PostParams::default(), &node).await.unwrap();
     // the API server's TaintNodesByCondition
@@ -143,5 +176,6 @@ async fn a_node_that_stops_posting_goes_unknown_tainted_and_back() {
         (ready_of(&n).as_deref() == Some("True") && taint_keys(&n).is_empty()).then_some(())
     })
     .await;
+    alive.abort();
     h.stop().await;
 }
