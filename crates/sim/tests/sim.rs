@@ -56,6 +56,12 @@ async fn start(config: SimConfig) -> Sim {
     );
     let sim = Simulator::new(config).expect("config");
     sim.add_to(&mgr).expect("runnables");
+    // as in `coxswain up`: the node lifecycle controller removes the not-ready taint
+    // the API server puts on new nodes once they are Ready
+    mgr.add(
+        coxswain_controllers::nodelifecycle::node_lifecycle_controller(&mgr, &Default::default()),
+    )
+    .expect("node lifecycle controller");
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     let task = tokio::spawn(async move {
