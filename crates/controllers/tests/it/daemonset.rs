@@ -36,6 +36,12 @@ async fn run_controller(env: &TestEnv) -> Running {
     let mgr = Manager::new(env.kube_config().await.expect("config"), options).expect("manager");
     mgr.add(coxswain_controllers::daemon::daemonset_controller(&mgr, 2))
         .expect("controller added");
+    // the API server taints new nodes not-ready:NoSchedule; this controller takes the
+    // taint off as it follows the nodes' conditions
+    mgr.add(
+        coxswain_controllers::nodelifecycle::node_lifecycle_controller(&mgr, &Default::default()),
+    )
+    .expect("node lifecycle controller added");
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     let task = tokio::spawn(async move {
