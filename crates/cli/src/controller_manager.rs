@@ -200,6 +200,12 @@ pub struct Args {
 }
 
 impl Args {
+    /// Whether `--allocate-node-cidrs` hands the nodes' pod CIDRs to the node IPAM
+    /// controller (the simulator then waits for them instead of assigning its own).
+    pub fn allocates_node_cidrs(&self) -> bool {
+        self.allocate_node_cidrs
+    }
+
     /// The tracing filter `--v` asks for.
     pub fn log_filter(&self) -> &'static str {
         match self.verbosity {

@@ -182,6 +182,9 @@ async fn run_server(
     load_balancers: Option<LoadBalancerArgs>,
 ) -> anyhow::Result<i32> {
     let with_controllers = controllers.is_some();
+    let wait_for_pod_cidr = controllers
+        .as_ref()
+        .is_some_and(controller_manager::Args::allocates_node_cidrs);
     let running = coxswain_apiserver::server::start(config(&args))
         .await
         .with_context(|| format!("starting the API server on {}", args.bind))?;
@@ -208,6 +211,7 @@ async fn run_server(
         let client = kube_client(Some(&kubeconfig)).await?;
         let mut config = coxswain_sim::SimConfig {
             nodes,
+            wait_for_pod_cidr,
             ..Default::default()
         };
         if let Some(lb) = &load_balancers {
