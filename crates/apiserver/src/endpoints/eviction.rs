@@ -64,20 +64,6 @@ fn propagate_dry_run(eviction: &Value, query_dry_run: Option<&str>) -> ApiResult
     Ok(opts)
 }
 
-/// The 201 `Status` an eviction answers with.
-fn success() -> Reply {
-    Reply::json(
-        StatusCode::CREATED,
-        &json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "code": 201,
-        }),
-    )
-}
-
 impl Api {
     /// POST on `pods/<name>/eviction`.
     pub(super) async fn evict(
@@ -120,7 +106,7 @@ impl Api {
                 opts.resource_version = Some(stored.rv.to_string());
             }
             match self.mark_and_delete(pods, &ns, &name, opts).await {
-                Ok(()) => return Ok(success()),
+                Ok(()) => return Ok(super::write::created_success()),
                 Err(e) if retry_conflicts && is_conflict(&e) && attempt < RETRY_STEPS => {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
@@ -178,7 +164,7 @@ impl Api {
                 .map(str::to_string);
         }
         match self.mark_and_delete(pods, &ns, &name, opts).await {
-            Ok(()) => Ok(success()),
+            Ok(()) => Ok(super::write::created_success()),
             Err(e) if is_conflict(&e) && conditional && original.resource_version.is_none() => {
                 Err(rules::still_processing(&pdb_name))
             }

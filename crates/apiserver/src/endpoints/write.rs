@@ -486,16 +486,7 @@ impl Api {
             def.strategy.bind(&name, old, &binding)
         })
         .await?;
-        Ok(Reply::json(
-            StatusCode::CREATED,
-            &json!({
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "code": 201,
-            }),
-        ))
+        Ok(created_success())
     }
 
     /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
@@ -611,6 +602,21 @@ impl Api {
 }
 
 /// What a create or update body of `def` holds (custom resources have no protobuf).
+/// The 201 Success `Status` a binding or an eviction answers with (upstream's
+/// `metav1.Status{Status: Success, Code: 201}`).
+pub(super) fn created_success() -> Reply {
+    Reply::json(
+        StatusCode::CREATED,
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }),
+    )
+}
+
 pub(super) fn expected_object(def: &ResourceDef) -> Expected<'_> {
     Expected::object(def.kind, def.api_version(), def.custom.is_none())
 }

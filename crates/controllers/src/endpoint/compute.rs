@@ -15,7 +15,8 @@ use k8s_openapi::jiff::Timestamp;
 use super::subsets::repack_subsets;
 use crate::endpointutil::{
     endpoint_subsets_equal_ignore_resource_version, find_port, format_trigger_time, is_pod_ready,
-    should_pod_be_in_endpoints, should_set_hostname, LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
+    is_service_ip_set, should_pod_be_in_endpoints, should_set_hostname,
+    LAST_CHANGE_TRIGGER_TIME_ANNOTATION,
 };
 
 /// The most addresses an Endpoints holds; more are truncated (upstream `maxCapacity`).
@@ -55,17 +56,6 @@ pub fn labels_correct_for_endpoints(
 
 fn is_ipv6(ip: &str) -> bool {
     ip.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_ipv6())
-}
-
-/// Whether the Service has a cluster IP (upstream `helper.IsServiceIPSet`): neither
-/// empty nor `None`.
-pub fn is_service_ip_set(svc: &Service) -> bool {
-    let ip = svc
-        .spec
-        .as_ref()
-        .and_then(|s| s.cluster_ip.as_deref())
-        .unwrap_or("");
-    !ip.is_empty() && ip != "None"
 }
 
 /// The pod's address for the Service: the pod IP of the Service's (first) IP family,

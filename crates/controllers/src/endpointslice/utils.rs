@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::endpointutil::{find_port, is_pod_ready, should_set_hostname};
+use crate::endpointutil::{find_port, is_pod_ready, is_service_ip_set, should_set_hostname};
 
 /// The label naming a slice's Service (`discovery.LabelServiceName`).
 pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
@@ -188,16 +188,6 @@ pub fn endpoints_equal_beyond_hash(a: &Endpoint, b: &Endpoint) -> bool {
         })
     };
     a.node_name == b.node_name && a.zone == b.zone && cond(a) == cond(b) && target(a) == target(b)
-}
-
-/// Whether the Service has a cluster IP (not headless).
-pub fn is_service_ip_set(service: &Service) -> bool {
-    let ip = service
-        .spec
-        .as_ref()
-        .and_then(|s| s.cluster_ip.as_deref())
-        .unwrap_or("");
-    !ip.is_empty() && ip != "None"
 }
 
 fn is_reserved_label(key: &str) -> bool {

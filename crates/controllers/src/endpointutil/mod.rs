@@ -36,6 +36,17 @@ pub use trigger_time::TriggerTimeTracker;
 pub const LAST_CHANGE_TRIGGER_TIME_ANNOTATION: &str =
     "endpoints.kubernetes.io/last-change-trigger-time";
 
+/// Whether the Service has a cluster IP (upstream `helper.IsServiceIPSet`): neither
+/// empty nor `None` (a headless Service has none).
+pub fn is_service_ip_set(svc: &Service) -> bool {
+    let ip = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.as_deref())
+        .unwrap_or("");
+    !ip.is_empty() && ip != "None"
+}
+
 /// Whether the pod should be an endpoint (upstream `ShouldPodBeInEndpoints`, as in
 /// `k8s.io/endpointslice/util`): not terminal (`Succeeded` or `Failed`, whatever its
 /// restart policy), it has an IP, and it is not being deleted unless
