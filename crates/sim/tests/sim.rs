@@ -302,6 +302,31 @@ async fn pods_are_spread_and_run_with_addresses_from_their_node() {
     let nodes: Api<Node> = Api::all(client.clone());
     let big = json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.27",
         "resources": {"requests": {"cpu": "4", "memory": "1Gi"}}}]}});
+    // the spread is a statement about 3 schedulable nodes: wait until all three are
+    // registered, Ready and rid of the API server's not-ready taint, as a user who
+    // checks `kubectl get nodes` first (else the first pods may all go to the first one)
+    eventually("3 Ready nodes without taints", || async {
+        let list = nodes.list(&ListParams::default()).await.ok()?;
+        let schedulable = list
+            .items
+            .iter()
+            .filter(|n| {
+                let ready = n
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let untainted = n
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_none_or(|t| t.is_empty());
+                ready && untainted
+            })
+            .count();
+        (schedulable == 3).then_some(())
+    })
+    .await;
     for i in 0..3 {
         pods.create(
             &PostParams::default(),
