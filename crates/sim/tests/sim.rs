@@ -403,11 +403,18 @@ async fn pods_are_spread_and_run_with_addresses_from_their_node() {
         3,
         "least-allocated spreads 4-cpu pods over the 3 empty nodes"
     );
-    let scheduled = events_for(&client, "web-0", "Scheduled").await;
-    assert!(scheduled.iter().any(|e| e
-        .note
-        .as_deref()
-        .is_some_and(|n| n.starts_with("Successfully assigned default/web-0 to sim-node-"))));
+    // events are recorded asynchronously: wait for the scheduler's
+    eventually("the Scheduled event", || async {
+        events_for(&client, "web-0", "Scheduled")
+            .await
+            .into_iter()
+            .find(|e| {
+                e.note.as_deref().is_some_and(|n| {
+                    n.starts_with("Successfully assigned default/web-0 to sim-node-")
+                })
+            })
+    })
+    .await;
     sim.stop().await;
 }
 
@@ -1005,10 +1012,7 @@ async fn load_balancer_services_get_addresses_from_the_pool_until_it_runs_out() 
     svcs.patch(
         "a",
         &PatchParams::default(),
-        &Patch::Merge(
-            json!({"spec": {"type": "ClusterIP", "allocateLoadBalancerNodePorts": null,
-                                      "externalTrafficPolicy": null}}),
-        ),
+        &Patch::Merge(json!({"spec": {"type": "ClusterIP"}})),
     )
     .await
     .expect("type change");
@@ -1018,9 +1022,14 @@ async fn load_balancer_services_get_addresses_from_the_pool_until_it_runs_out() 
             .then_some(())
     })
     .await;
-    assert!(!events_for(&sim.env.client, "a", "DeletedLoadBalancer")
-        .await
-        .is_empty());
+    // the event is recorded asynchronously, after the finalizer's removal
+    eventually("DeletedLoadBalancer", || async {
+        events_for(&sim.env.client, "a", "DeletedLoadBalancer")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
     // ... and c gets it on a retry
     let c = eventually("c gets the released address", || async {
         svcs.get_opt("c")
