@@ -68,9 +68,14 @@ def test_expose_gives_endpoints_that_follow_scale(kc, ens):
     assert [(p["port"], p.get("protocol")) for p in ports] == [(8080, "TCP")]
     assert all(a["targetRef"]["kind"] == "Pod" for a in e["subsets"][0]["addresses"])
     # kubectl's table: NAME ENDPOINTS AGE, the endpoints as ip:port
-    table = kc("get", "endpoints", "web", "-n", ens).stdout
+    got = kc("get", "endpoints", "web", "-n", ens)
+    table = got.stdout
     for ip in ips:
         assert f"{ip}:8080" in table, table
+    # as a 1.33+ server, every request to v1 Endpoints is answered with the deprecation
+    # warning, which kubectl prints on stderr
+    assert ("Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+            "EndpointSlice") in got.stderr, got.stderr
 
     kc("scale", "deployment", "web", "-n", ens, "--replicas=0")
     wait_until(lambda: endpoint_ips(kc, ens, "web") == ([], []) and

@@ -221,11 +221,16 @@ impl Api {
         } else {
             self.hook_for(&target.resource.storage_key())
         };
-        // a deprecated version of a custom resource warns on every request
-        let deprecation = target
-            .resource
-            .custom
-            .and_then(|c| c.deprecation_warning.clone());
+        // a deprecated version of a custom resource, or a deprecated built-in kind,
+        // warns on every request
+        let deprecation = match target.resource.custom {
+            Some(c) => c.deprecation_warning.clone(),
+            None => target
+                .resource
+                .strategy
+                .deprecation_warning()
+                .map(str::to_string),
+        };
         let reply = self.serve_inner(method, target, query, headers, body).await;
         if let (Some(hook), true) = (hook, reply.is_ok()) {
             hook.after_write(self).await;

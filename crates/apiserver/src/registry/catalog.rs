@@ -92,6 +92,13 @@ pub trait Strategy: Sync {
         true
     }
 
+    /// The warning every request to a deprecated built-in kind carries (upstream's
+    /// `APILifecycleDeprecated`/`APILifecycleReplacement`, sent by the handler
+    /// installer on every verb).
+    fn deprecation_warning(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the kind tracks `metadata.generation`: 1 at create, bumped by the
     /// updates [`Strategy::bumps_generation`] counts. Other kinds keep what a create
     /// was given and the stored value on update (upstream's `BeforeUpdate` pins it);

@@ -288,3 +288,56 @@ fn type_changes_to_and_from_external_name_handle_the_cluster_ip() {
     );
     assert_eq!(code, 422, "{got}");
 }
+
+/// v1 Endpoints is deprecated since 1.33: every request to it (reads, writes, lists of
+/// every namespace) carries upstream's `Warning` header; EndpointSlices and Services do not.
+#[test]
+fn v1_endpoints_requests_carry_the_deprecation_warning() {
+    let s = common::start();
+    let warning = "warning: 299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"";
+    let ep = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ext"},
+                    "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]});
+    let body = ep.to_string();
+    let head = |method: &str, path: &str, body: &[u8]| {
+        let (code, head, _) = common::request(s.running.addr, method, path, JSON, JSON, body);
+        (code, head.to_ascii_lowercase())
+    };
+    for (method, path, body, want) in [
+        (
+            "POST",
+            "/api/v1/namespaces/default/endpoints",
+            body.as_bytes(),
+            201,
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/endpoints/ext",
+            &[][..],
+            200,
+        ),
+        ("GET", "/api/v1/endpoints", &[][..], 200),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/endpoints/ext",
+            &[][..],
+            200,
+        ),
+    ] {
+        let (code, head) = head(method, path, body);
+        assert_eq!(code, want, "{method} {path}");
+        let lines = head.lines().filter(|l| l.starts_with("warning:"));
+        assert_eq!(
+            lines.collect::<Vec<_>>(),
+            [warning.to_ascii_lowercase()],
+            "{method} {path}"
+        );
+    }
+    for path in [
+        "/apis/discovery.k8s.io/v1/endpointslices",
+        "/api/v1/namespaces/default/services",
+    ] {
+        let (code, head) = head("GET", path, &[]);
+        assert_eq!(code, 200, "{path}");
+        assert!(!head.contains("warning:"), "{path}: {head}");
+    }
+}

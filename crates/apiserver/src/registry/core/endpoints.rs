@@ -25,6 +25,11 @@ impl Strategy for EndpointsStrategy {
         Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
     }
 
+    /// Deprecated since 1.33 (KEP-4974), with EndpointSlice as the replacement.
+    fn deprecation_warning(&self) -> Option<&'static str> {
+        Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+    }
+
     fn printer(&self) -> Option<&'static Printer> {
         Some(&printer::ENDPOINTS)
     }
