@@ -79,8 +79,14 @@ async fn main() {
                     "metadata": {"name": format!("node-{i:04}")}
                 }))
                 .expect("node");
+                let name = node.metadata.name.clone().unwrap_or_default();
+                nodes.create(&PostParams::default(), &node).await?;
+                // these nodes stand for Ready ones: lift the not-ready taint the API
+                // server puts on every new node (the node lifecycle controller's work
+                // on a real cluster, which this bench does not run)
+                let untaint = serde_json::json!({"spec": {"taints": null}});
                 nodes
-                    .create(&PostParams::default(), &node)
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&untaint))
                     .await
                     .map(|_| ())
             }

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coxswain_runtime::cache::{Change, Store};
-use coxswain_runtime::manager::{Manager, ManagerOptions};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -166,20 +165,7 @@ async fn main() {
     let cancel = CancellationToken::new();
 
     // the simulator and the watches, in this process
-    let mgr = Manager::new(
-        env.kube_config().await.expect("config"),
-        ManagerOptions {
-            metrics_bind_address: "0".into(),
-            ..Default::default()
-        },
-    )
-    .expect("manager");
-    let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig {
-        nodes,
-        ..Default::default()
-    })
-    .expect("simulator");
-    sim.add_to(&mgr).expect("simulator added");
+    let mgr = common::simulated_cluster(&env, nodes).await;
     let counters = Arc::new(Counters::default());
     let cache = mgr.cache();
     let slice_informer = cache.informer::<EndpointSlice>();

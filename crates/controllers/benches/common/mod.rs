@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
+use coxswain_runtime::manager::{Manager, ManagerOptions};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::PostParams;
 use kube::Api;
@@ -32,6 +33,32 @@ pub fn cpu_seconds() -> f64 {
 /// A `/proc/self/status` field in KiB.
 pub fn status_kib(field: &str) -> u64 {
     coxswain_runtime::metrics::process_status_kib(field).unwrap_or(0)
+}
+
+/// A manager in this process with `nodes` simulated nodes (the node simulator:
+/// registration, scheduler, kubelets, pod IPs) and the node lifecycle controller, which
+/// lifts the API server's not-ready taint from each new node once it reports Ready, as on
+/// a real cluster. The caller adds its own watches to the manager's cache and starts it.
+pub async fn simulated_cluster(env: &coxswain_runtime::envtest::TestEnv, nodes: usize) -> Manager {
+    let mgr = Manager::new(
+        env.kube_config().await.expect("config"),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
+    let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig {
+        nodes,
+        ..Default::default()
+    })
+    .expect("simulator");
+    sim.add_to(&mgr).expect("simulator added");
+    mgr.add(
+        coxswain_controllers::nodelifecycle::node_lifecycle_controller(&mgr, &Default::default()),
+    )
+    .expect("node lifecycle controller added");
+    mgr
 }
 
 /// Create the [`NS`] namespace.
