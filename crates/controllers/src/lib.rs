@@ -49,6 +49,7 @@ pub mod statefulset;
 pub mod tainteviction;
 pub mod ttl;
 pub mod ttlafterfinished;
+pub mod volume;
 
 use registry::Registry;
 

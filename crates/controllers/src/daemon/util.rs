@@ -296,7 +296,7 @@ fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> Opti
 
 /// Whether a node selector term admits the node (`None`: the term does not parse and
 /// matches nothing). Expressions and fields are ANDed; an empty term matches nothing.
-fn term_matches(term: &NodeSelectorTerm, node: &Node) -> Option<bool> {
+pub(crate) fn term_matches(term: &NodeSelectorTerm, node: &Node) -> Option<bool> {
     let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
     let fields = term.match_fields.as_deref().unwrap_or(&[]);
     if exprs.is_empty() && fields.is_empty() {
