@@ -18,7 +18,8 @@
 //! and Service helpers of [`endpointutil`]. [`tainteviction`] evicts pods from nodes with
 //! `NoExecute` taints they do not tolerate, [`ttl`] sets the nodes' object TTL annotation
 //! and [`nodeipam`] allocates the nodes' pod CIDRs. [`disruption`] keeps
-//! PodDisruptionBudget status for the API server's eviction subresource.
+//! PodDisruptionBudget status for the API server's eviction subresource. [`volume`] holds
+//! the volume controllers (the PersistentVolume binder, ...).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -79,6 +80,7 @@ pub fn builtin() -> Registry {
         nodeipam::descriptor(),
         disruption::descriptor(),
         nodelifecycle::descriptor(),
+        volume::persistentvolume::descriptor(),
     ])
 }
 

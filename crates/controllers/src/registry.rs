@@ -66,6 +66,9 @@ pub struct ControllerManagerOptions {
     pub disruption: crate::disruption::DisruptionControllerOptions,
     /// `node-lifecycle-controller`.
     pub node_lifecycle: crate::nodelifecycle::NodeLifecycleControllerOptions,
+    /// `persistentvolume-binder-controller`.
+    pub persistent_volume_binder:
+        crate::volume::persistentvolume::PersistentVolumeBinderControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off
