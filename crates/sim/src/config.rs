@@ -111,6 +111,13 @@ pub struct SimConfig {
     pub load_balancers: bool,
     /// The IPv4 CIDR load balancer addresses come from (default `172.18.255.0/24`).
     pub load_balancer_ip_range: String,
+    /// Simulate storage (default true): the default StorageClass `standard`, the CSI
+    /// driver `csi.sim.coxswain.dev` with its provisioner, attacher and resizer, and
+    /// the kubelets' volume handling (see [`crate::storage`]). Turn it off where real
+    /// storage serves the cluster.
+    pub storage: bool,
+    /// Concurrent workers of the simulated provisioner (default 16).
+    pub provisioner_workers: usize,
     /// Managed nodes whose heartbeats are stopped unless their
     /// [`HEARTBEAT_ANNOTATION`] says otherwise (default none): no Lease renewal, no
     /// status report, and their kubelet does nothing to their pods, as a dead node.
@@ -162,6 +169,8 @@ impl Default for SimConfig {
             node_workers: 8,
             load_balancers: true,
             load_balancer_ip_range: "172.18.255.0/24".into(),
+            storage: true,
+            provisioner_workers: 16,
             stopped_heartbeats: Default::default(),
         }
     }

@@ -39,6 +39,13 @@
 //! * **Service load balancers** ([`servicelb`]): a simulated cloud gives `type:
 //!   LoadBalancer` Services an address from [`SimConfig::load_balancer_ip_range`], with
 //!   the cleanup finalizer and events of a cloud provider's service controller.
+//! * **Storage** ([`storage`]): the default StorageClass `standard`
+//!   (`WaitForFirstConsumer`, reclaim `Delete`, expandable), the CSIDriver
+//!   `csi.sim.coxswain.dev` and a CSINode per managed node, created when absent; a
+//!   simulated CSI external-provisioner that creates a PersistentVolume (`pvc-<uid>`,
+//!   node affinity to the chosen node) for each claim the PV binder hands to the
+//!   driver, and deletes released ones. Turn it off ([`SimConfig::storage`]) where
+//!   real storage serves the cluster.
 //!
 //! # Per-pod behaviour
 //!
@@ -118,6 +125,7 @@ pub mod resources;
 pub mod scheduler;
 pub mod servicelb;
 pub mod spread;
+pub mod storage;
 mod table;
 
 use std::sync::Arc;
@@ -165,6 +173,8 @@ pub struct Parts {
     pub kubelet: Arc<Kubelet>,
     /// The simulated cloud's service load balancers, when enabled.
     pub load_balancers: Option<Arc<servicelb::LoadBalancers>>,
+    /// The simulated CSI provisioner, when storage is simulated.
+    pub provisioner: Option<Arc<storage::provisioner::Provisioner>>,
 }
 
 fn pod_of(c: &Change<Pod>) -> &Pod {
@@ -340,13 +350,102 @@ impl Simulator {
         } else {
             None
         };
+        let provisioner = if cfg.storage {
+            Some(add_storage(mgr, &cfg)?)
+        } else {
+            None
+        };
         Ok(Parts {
             nodes,
             scheduler,
             kubelet,
             load_balancers,
+            provisioner,
         })
     }
+}
+
+/// Add the simulated storage ([`storage`]): the default class and CSIDriver
+/// (`sim-storage-defaults`), the CSINodes (`sim-csinodes`), the provisioner
+/// (`sim-csi-provisioner`) and its deleter (`sim-csi-deleter`).
+fn add_storage(
+    mgr: &Manager,
+    cfg: &Arc<SimConfig>,
+) -> Result<Arc<storage::provisioner::Provisioner>, Error> {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
+    use storage::provisioner::{self as prov, Provisioner};
+
+    let cache = mgr.cache().clone();
+    let client = mgr.kube_client().clone();
+    let c = client.clone();
+    mgr.add(runnable(
+        "sim-storage-defaults",
+        true,
+        move |_cancel| async move {
+            storage::install_defaults(c).await;
+            Ok(())
+        },
+    ))?;
+
+    let csinodes = storage::CsiNodes::new(cfg.clone(), cache.clone(), client.clone());
+    let c = cfg.clone();
+    let controller = ControllerBuilder::new(&cache)
+        .named("sim-csinodes")
+        .for_::<Node>()
+        .with_event_filter(move |ch: &Change<Node>| match ch {
+            Change::Added(n) | Change::Updated { new: n, .. } => nodes::is_managed(&c, n),
+            Change::Deleted(_) => false,
+        })
+        .watches::<k8s_openapi::api::storage::v1::CSINode>(|n| vec![ObjectKey::of(n)])
+        .build(move |_ctx: Context, key: ObjectKey| {
+            let r = csinodes.clone();
+            async move { r.reconcile(key).await }
+        });
+    mgr.add(controller)?;
+
+    let p = Provisioner::new(
+        cfg.clone(),
+        cache.clone(),
+        client,
+        mgr.event_recorder(&prov::component()),
+    );
+    let r = p.clone();
+    let by_class = p.clone();
+    let controller = ControllerBuilder::new(&cache)
+        .named("sim-csi-provisioner")
+        .with_options(ControllerOptions {
+            max_concurrent_reconciles: cfg.provisioner_workers.max(1),
+            ..Default::default()
+        })
+        .for_::<PersistentVolumeClaim>()
+        .with_event_filter(|ch: &Change<PersistentVolumeClaim>| match ch {
+            Change::Added(c) | Change::Updated { new: c, .. } => prov::claim_wants_provisioning(c),
+            Change::Deleted(_) => false,
+        })
+        .watches::<StorageClass>(move |sc| by_class.claims_of_class(sc))
+        .build(move |_ctx: Context, key: ObjectKey| {
+            let r = r.clone();
+            async move { r.reconcile_claim(key).await }
+        });
+    mgr.add(controller)?;
+
+    let r = p.clone();
+    let controller = ControllerBuilder::new(&cache)
+        .named("sim-csi-deleter")
+        .with_options(ControllerOptions {
+            max_concurrent_reconciles: cfg.provisioner_workers.max(1),
+            ..Default::default()
+        })
+        .for_::<PersistentVolume>()
+        .with_event_filter(prov::volume_change_matters)
+        .watches::<VolumeAttachment>(Provisioner::volume_of_attachment)
+        .build(move |_ctx: Context, key: ObjectKey| {
+            let r = r.clone();
+            async move { r.reconcile_volume(key).await }
+        });
+    mgr.add(controller)?;
+    Ok(p)
 }
 
 /// Run the simulator with `client` until `cancel` fires: a [`Manager`] around the

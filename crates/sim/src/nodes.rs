@@ -190,10 +190,13 @@ impl NodeManager {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 labels: Some(node_labels(&self.cfg, &name, i)),
-                annotations: Some(BTreeMap::from([(
-                    "node.alpha.kubernetes.io/ttl".to_string(),
-                    "0".to_string(),
-                )])),
+                annotations: Some(BTreeMap::from([
+                    ("node.alpha.kubernetes.io/ttl".to_string(), "0".to_string()),
+                    (
+                        crate::storage::ANN_CONTROLLER_MANAGED_ATTACH_DETACH.to_string(),
+                        "true".to_string(),
+                    ),
+                ])),
                 ..Default::default()
             },
             spec: Some(NodeSpec {

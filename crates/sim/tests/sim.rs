@@ -1111,3 +1111,6 @@ async fn with_an_ipam_controller_pods_wait_for_the_node_allocation() {
     assert!(ip.starts_with("10.99.7."), "{ip}");
     sim.stop().await;
 }
+
+#[path = "sim/storage.rs"]
+mod storage;

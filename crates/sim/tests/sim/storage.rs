@@ -1,0 +1,357 @@
+//! Simulated storage: default class, CSI driver objects and the CSI roles.
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use kube::api::{Patch, PatchParams};
+
+use super::*;
+
+const DRIVER: &str = "csi.sim.coxswain.dev";
+
+fn claim(name: &str, class: &str, extra: serde_json::Value) -> PersistentVolumeClaim {
+    let mut v = json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+            "resources": {"requests": {"storage": "2Gi"}}},
+    });
+    merge(&mut v, extra);
+    serde_json::from_value(v).expect("claim")
+}
+
+/// What the PV binder does for a claim of an external provisioner's class.
+async fn hand_to_driver(claims: &Api<PersistentVolumeClaim>, name: &str, extra: serde_json::Value) {
+    let mut ann = json!({"volume.kubernetes.io/storage-provisioner": DRIVER,
+        "volume.beta.kubernetes.io/storage-provisioner": DRIVER});
+    merge(&mut ann, extra);
+    claims
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": ann}})),
+        )
+        .await
+        .expect("annotate claim");
+}
+
+async fn volume(pvs: &Api<PersistentVolume>, name: &str) -> PersistentVolume {
+    eventually(&format!("volume {name}"), || async {
+        pvs.get_opt(name).await.ok().flatten()
+    })
+    .await
+}
+
+fn affinity_node(pv: &PersistentVolume) -> Option<String> {
+    let v = serde_json::to_value(pv).ok()?;
+    let t = &v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0];
+    (t["key"] == "kubernetes.io/hostname" && t["operator"] == "In")
+        .then(|| t["values"][0].as_str().map(str::to_string))
+        .flatten()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_class_driver_and_csinodes_are_installed_without_overwriting() {
+    // a user's own `standard` class, created before the simulator starts, stays as it is
+    {
+        let sim = start(SimConfig { nodes: 2, ..fast() }).await;
+        let client = sim.env.client.clone();
+        let classes: Api<StorageClass> = Api::all(client.clone());
+        let sc = eventually("class standard", || async {
+            classes.get_opt("standard").await.ok().flatten()
+        })
+        .await;
+        assert_eq!(sc.provisioner, DRIVER);
+        assert_eq!(
+            sc.volume_binding_mode.as_deref(),
+            Some("WaitForFirstConsumer")
+        );
+        assert_eq!(sc.reclaim_policy.as_deref(), Some("Delete"));
+        assert_eq!(sc.allow_volume_expansion, Some(true));
+        assert_eq!(
+            sc.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("storageclass.kubernetes.io/is-default-class"))
+                .map(String::as_str),
+            Some("true")
+        );
+        let drivers: Api<CSIDriver> = Api::all(client.clone());
+        let d = eventually("csidriver", || async {
+            drivers.get_opt(DRIVER).await.ok().flatten()
+        })
+        .await;
+        assert_eq!(d.spec.attach_required, Some(true));
+        let csinodes: Api<CSINode> = Api::all(client.clone());
+        for n in ["sim-node-0", "sim-node-1"] {
+            let c = eventually(&format!("csinode {n}"), || async {
+                csinodes.get_opt(n).await.ok().flatten()
+            })
+            .await;
+            assert_eq!(c.spec.drivers.len(), 1);
+            assert_eq!(c.spec.drivers[0].name, DRIVER);
+            assert_eq!(c.spec.drivers[0].node_id, n);
+            let owner = &c.metadata.owner_references.as_ref().expect("owner")[0];
+            assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Node", n));
+        }
+        let nodes: Api<Node> = Api::all(client.clone());
+        let node = nodes.get("sim-node-0").await.expect("node");
+        assert_eq!(
+            node.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("volumes.kubernetes.io/controller-managed-attach-detach"))
+                .map(String::as_str),
+            Some("true")
+        );
+        // a node added later gets its CSINode too
+        nodes
+            .create(
+                &PostParams::default(),
+                &managed_node("extra", json!({}), json!({})),
+            )
+            .await
+            .expect("extra node");
+        eventually("csinode extra", || async {
+            csinodes.get_opt("extra").await.ok().flatten()
+        })
+        .await;
+        sim.stop().await;
+    };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_class_is_left_alone() {
+    let env = envtest::start().await.expect("api server");
+    let classes: Api<StorageClass> = Api::all(env.client.clone());
+    let mine: StorageClass = serde_json::from_value(json!({
+        "metadata": {"name": "standard"},
+        "provisioner": "example.com/mine",
+        "volumeBindingMode": "Immediate",
+    }))
+    .expect("class");
+    classes
+        .create(&PostParams::default(), &mine)
+        .await
+        .expect("create");
+    let mgr = Manager::with_client(
+        env.client.clone(),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    );
+    Simulator::new(SimConfig { nodes: 1, ..fast() })
+        .expect("config")
+        .add_to(&mgr)
+        .expect("runnables");
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let task = tokio::spawn(async move { mgr.start(c).await });
+    // the driver object is created after the class was looked at
+    let drivers: Api<CSIDriver> = Api::all(env.client.clone());
+    eventually("csidriver", || async {
+        drivers.get_opt(DRIVER).await.ok().flatten()
+    })
+    .await;
+    let sc = classes.get("standard").await.expect("class");
+    assert_eq!(sc.provisioner, "example.com/mine");
+    assert_eq!(sc.volume_binding_mode.as_deref(), Some("Immediate"));
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_handed_to_the_driver_are_provisioned_and_released_volumes_deleted() {
+    let sim = start(SimConfig { nodes: 2, ..fast() }).await;
+    let client = sim.env.client.clone();
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    eventually("class standard", || async {
+        classes.get_opt("standard").await.ok().flatten()
+    })
+    .await;
+    let fast_class: StorageClass = serde_json::from_value(json!({
+        "metadata": {"name": "fast"},
+        "provisioner": DRIVER,
+        "volumeBindingMode": "Immediate",
+        "reclaimPolicy": "Retain",
+        "parameters": {"csi.storage.k8s.io/fstype": "xfs"},
+    }))
+    .expect("class");
+    classes
+        .create(&PostParams::default(), &fast_class)
+        .await
+        .expect("class fast");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+
+    // WaitForFirstConsumer: nothing until the scheduler picks a node
+    let wffc = claims
+        .create(
+            &PostParams::default(),
+            &claim("wffc", "standard", json!({})),
+        )
+        .await
+        .expect("claim");
+    let wffc_uid = wffc.metadata.uid.clone().expect("uid");
+    hand_to_driver(&claims, "wffc", json!({})).await;
+    // an Immediate claim handed over at the same time is provisioned at once
+    let imm = claims
+        .create(
+            &PostParams::default(),
+            &claim(
+                "imm",
+                "fast",
+                json!({"spec": {"volumeMode": "Block",
+                "accessModes": ["ReadWriteOncePod"]}}),
+            ),
+        )
+        .await
+        .expect("claim");
+    hand_to_driver(&claims, "imm", json!({})).await;
+    let imm_pv = volume(
+        &pvs,
+        &format!("pvc-{}", imm.metadata.uid.as_deref().unwrap()),
+    )
+    .await;
+    let spec = imm_pv.spec.clone().expect("spec");
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Retain")
+    );
+    assert_eq!(spec.volume_mode.as_deref(), Some("Block"));
+    assert_eq!(
+        spec.access_modes,
+        Some(vec!["ReadWriteOncePod".to_string()])
+    );
+    assert_eq!(spec.storage_class_name.as_deref(), Some("fast"));
+    let imm_node = affinity_node(&imm_pv).expect("an Immediate volume lives on one node");
+    assert!(imm_node.starts_with("sim-node-"), "{imm_node}");
+    // the WFFC claim was left alone meanwhile
+    assert!(pvs
+        .get_opt(&format!("pvc-{wffc_uid}"))
+        .await
+        .expect("get")
+        .is_none());
+
+    hand_to_driver(
+        &claims,
+        "wffc",
+        json!({"volume.kubernetes.io/selected-node": "sim-node-1"}),
+    )
+    .await;
+    let pv = volume(&pvs, &format!("pvc-{wffc_uid}")).await;
+    assert_eq!(affinity_node(&pv).as_deref(), Some("sim-node-1"));
+    let spec = pv.spec.clone().expect("spec");
+    assert_eq!(
+        spec.capacity.as_ref().expect("capacity")["storage"].0,
+        "2Gi"
+    );
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Delete")
+    );
+    let claim_ref = spec.claim_ref.expect("claimRef");
+    assert_eq!(claim_ref.name.as_deref(), Some("wffc"));
+    assert_eq!(claim_ref.uid.as_deref(), Some(wffc_uid.as_str()));
+    let csi = spec.csi.expect("csi");
+    assert_eq!(csi.driver, DRIVER);
+    assert!(!csi.volume_handle.is_empty());
+    assert_eq!(
+        pv.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("pv.kubernetes.io/provisioned-by"))
+            .map(String::as_str),
+        Some(DRIVER)
+    );
+    assert!(pv
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == "external-provisioner.volume.kubernetes.io/finalizer"));
+    for (reason, note) in [
+        (
+            "Provisioning",
+            "External provisioner is provisioning volume for claim \"default/wffc\"".to_string(),
+        ),
+        (
+            "ProvisioningSucceeded",
+            format!("Successfully provisioned volume pvc-{wffc_uid}"),
+        ),
+    ] {
+        let e = eventually(reason, || async {
+            events_for(&client, "wffc", reason).await.into_iter().next()
+        })
+        .await;
+        assert_eq!(e.note.as_deref(), Some(note.as_str()));
+        assert_eq!(e.type_.as_deref(), Some("Normal"));
+        assert!(e
+            .reporting_controller
+            .as_deref()
+            .is_some_and(|c| c.starts_with("csi.sim.coxswain.dev_")));
+    }
+
+    // a claim with a selector cannot be provisioned by CSI
+    claims
+        .create(
+            &PostParams::default(),
+            &claim(
+                "sel",
+                "fast",
+                json!({"spec": {"selector": {"matchLabels": {"a": "b"}}}}),
+            ),
+        )
+        .await
+        .expect("claim");
+    hand_to_driver(&claims, "sel", json!({})).await;
+    let e = eventually("ProvisioningFailed", || async {
+        events_for(&client, "sel", "ProvisioningFailed")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(
+        e.note.as_deref(),
+        Some("failed to provision volume with StorageClass \"fast\": claim Selector is not supported")
+    );
+
+    // the claim goes; the binder marks the volume Released; the provisioner deletes it
+    let name = pv.metadata.name.clone().expect("name");
+    let mut released = pv.clone();
+    released.status = Some(serde_json::from_value(json!({"phase": "Released"})).expect("status"));
+    pvs.replace_status(&name, &PostParams::default(), &released)
+        .await
+        .expect("released");
+    eventually("released volume deleted", || async {
+        pvs.get_opt(&name)
+            .await
+            .ok()
+            .and_then(|p| p.is_none().then_some(()))
+    })
+    .await;
+    // a Retain volume stays
+    let imm_name = imm_pv.metadata.name.clone().expect("name");
+    let mut released = pvs.get(&imm_name).await.expect("imm pv");
+    released.status = Some(serde_json::from_value(json!({"phase": "Released"})).expect("status"));
+    pvs.replace_status(&imm_name, &PostParams::default(), &released)
+        .await
+        .expect("released");
+    // wait on something the provisioner does after looking at it: it would have
+    // deleted the volume before provisioning a newer claim
+    claims
+        .create(&PostParams::default(), &claim("later", "fast", json!({})))
+        .await
+        .expect("claim");
+    let later = claims.get("later").await.expect("later");
+    hand_to_driver(&claims, "later", json!({})).await;
+    volume(
+        &pvs,
+        &format!("pvc-{}", later.metadata.uid.as_deref().unwrap()),
+    )
+    .await;
+    assert!(pvs.get_opt(&imm_name).await.expect("get").is_some());
+    sim.stop().await;
+}
