@@ -21,3 +21,4 @@ mod statefulset;
 mod tainteviction;
 mod ttl;
 mod ttl_controller;
+mod volume_binder;
