@@ -178,6 +178,48 @@ pub struct Args {
     /// Burst of queries to the API server.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// The period for syncing persistent volumes and persistent volume claims
+    /// (persistentvolume-binder-controller).
+    #[arg(long = "pvclaimbinder-sync-period", default_value = "15s", value_parser = go_duration)]
+    pv_claim_binder_sync_period: Duration,
+    /// Enable dynamic provisioning for environments that support it.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    enable_dynamic_provisioning: bool,
+    /// Enable HostPath PV provisioning when running without a cloud provider
+    /// (deprecated upstream: "This flag is deprecated and will be deleted."; coxswain has
+    /// no in-tree provisioners, so it changes nothing).
+    #[arg(long = "enable-hostpath-provisioner", action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    enable_host_path_provisioner: bool,
+    /// The full path of the directory in which the flex volume plugin should search for
+    /// additional third party volume plugins (accepted; no FlexVolume plugins run here).
+    #[arg(
+        long,
+        default_value = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
+    )]
+    flex_volume_plugin_dir: String,
+    /// A comma-separated list of CIDRs which volume plugins should not be able to reach
+    /// (upstream: currently a no-op, deprecated).
+    #[arg(long, value_delimiter = ',')]
+    volume_host_cidr_denylist: Vec<String>,
+    /// Volume plugins may reach loopback addresses (upstream: currently a no-op,
+    /// deprecated).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    volume_host_allow_local_loopback: bool,
+    /// The Recycle reclaim policy's flags (upstream
+    /// `--pv-recycler-pod-template-filepath-nfs` and the five others): refused, as the
+    /// Recycle policy is deprecated and coxswain runs no recycler.
+    #[arg(long = "pv-recycler-pod-template-filepath-nfs", hide = true)]
+    pv_recycler_pod_template_filepath_nfs: Option<String>,
+    #[arg(long = "pv-recycler-minimum-timeout-nfs", hide = true)]
+    pv_recycler_minimum_timeout_nfs: Option<String>,
+    #[arg(long = "pv-recycler-increment-timeout-nfs", hide = true)]
+    pv_recycler_increment_timeout_nfs: Option<String>,
+    #[arg(long = "pv-recycler-pod-template-filepath-hostpath", hide = true)]
+    pv_recycler_pod_template_filepath_hostpath: Option<String>,
+    #[arg(long = "pv-recycler-minimum-timeout-hostpath", hide = true)]
+    pv_recycler_minimum_timeout_hostpath: Option<String>,
+    #[arg(long = "pv-recycler-timeout-increment-hostpath", hide = true)]
+    pv_recycler_timeout_increment_hostpath: Option<String>,
     /// Informers resync at a random period between this and twice this.
     #[arg(long, default_value = "12h0m0s", value_parser = go_duration)]
     min_resync_period: Duration,
@@ -258,10 +300,75 @@ impl Args {
         o.node_lifecycle.secondary_node_eviction_rate = self.secondary_node_eviction_rate;
         o.node_lifecycle.large_cluster_size_threshold = self.large_cluster_size_threshold;
         o.node_lifecycle.unhealthy_zone_threshold = self.unhealthy_zone_threshold;
+        let pv = &mut o.persistent_volume_binder;
+        pv.pv_claim_binder_sync_period = self.pv_claim_binder_sync_period;
+        pv.enable_dynamic_provisioning = self.enable_dynamic_provisioning;
+        pv.enable_host_path_provisioner = self.enable_host_path_provisioner;
+        pv.flex_volume_plugin_dir = self.flex_volume_plugin_dir.clone();
+        pv.volume_host_cidr_denylist = self.volume_host_cidr_denylist.clone();
+        pv.volume_host_allow_local_loopback = self.volume_host_allow_local_loopback;
         o
     }
 
+    /// The volume recycler's flags given, which are refused: the `Recycle` reclaim
+    /// policy is deprecated upstream and coxswain has no recycler.
+    fn pv_recycler_flags(&self) -> Vec<&'static str> {
+        [
+            (
+                "--pv-recycler-pod-template-filepath-nfs",
+                &self.pv_recycler_pod_template_filepath_nfs,
+            ),
+            (
+                "--pv-recycler-minimum-timeout-nfs",
+                &self.pv_recycler_minimum_timeout_nfs,
+            ),
+            (
+                "--pv-recycler-increment-timeout-nfs",
+                &self.pv_recycler_increment_timeout_nfs,
+            ),
+            (
+                "--pv-recycler-pod-template-filepath-hostpath",
+                &self.pv_recycler_pod_template_filepath_hostpath,
+            ),
+            (
+                "--pv-recycler-minimum-timeout-hostpath",
+                &self.pv_recycler_minimum_timeout_hostpath,
+            ),
+            (
+                "--pv-recycler-timeout-increment-hostpath",
+                &self.pv_recycler_timeout_increment_hostpath,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(f, _)| f)
+        .collect()
+    }
+
+    /// Refuse what coxswain does not support and warn about deprecated flags.
+    fn check_volume_flags(&self) -> anyhow::Result<()> {
+        let recycler = self.pv_recycler_flags();
+        if !recycler.is_empty() {
+            anyhow::bail!(
+                "{} not supported: the Recycle reclaim policy is deprecated (use dynamic provisioning instead) and coxswain has no volume recycler; PersistentVolumes with persistentVolumeReclaimPolicy Recycle turn Failed with VolumeFailedRecycle",
+                if recycler.len() == 1 {
+                    format!("{} is", recycler[0])
+                } else {
+                    format!("{} are", recycler.join(", "))
+                }
+            );
+        }
+        if self.enable_host_path_provisioner {
+            tracing::warn!("Flag --enable-hostpath-provisioner has been deprecated, This flag is deprecated and will be deleted.");
+        }
+        if !self.volume_host_cidr_denylist.is_empty() || !self.volume_host_allow_local_loopback {
+            tracing::warn!("Flags --volume-host-cidr-denylist and --volume-host-allow-local-loopback are currently no-op and will be deleted.");
+        }
+        Ok(())
+    }
+
     fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
+        self.check_volume_flags()?;
         let root_ca = match &self.root_ca_file {
             Some(path) => Some(
                 coxswain_controllers::rootcacertpublisher::read_root_ca_file(path)
@@ -603,6 +710,86 @@ mod node_ipam_flag_tests {
                 o.node_ipam.node_cidr_mask_size_ipv6
             ),
             (26, 72)
+        );
+    }
+}
+
+#[cfg(test)]
+mod volume_binder_flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(flags: &[&str]) -> Args {
+        let argv = std::iter::once("kcm").chain(flags.iter().copied());
+        Cli::try_parse_from(argv).expect("flags parse").args
+    }
+
+    #[test]
+    fn binder_flags_reach_its_options() {
+        let o = args(&[]).controller_options(None).persistent_volume_binder;
+        assert_eq!(o.pv_claim_binder_sync_period, Duration::from_secs(15));
+        assert!(o.enable_dynamic_provisioning);
+        assert!(!o.enable_host_path_provisioner);
+        assert_eq!(
+            o.flex_volume_plugin_dir,
+            "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
+        );
+        assert!(o.volume_host_allow_local_loopback);
+        let a = args(&[
+            "--pvclaimbinder-sync-period=1m30s",
+            "--enable-dynamic-provisioning=false",
+            "--enable-hostpath-provisioner",
+            "--flex-volume-plugin-dir=/opt/flex",
+            "--volume-host-cidr-denylist=10.0.0.0/8,127.0.0.0/8",
+            "--volume-host-allow-local-loopback=false",
+        ]);
+        let o = a.controller_options(None).persistent_volume_binder;
+        assert_eq!(o.pv_claim_binder_sync_period, Duration::from_secs(90));
+        assert!(!o.enable_dynamic_provisioning);
+        assert!(o.enable_host_path_provisioner);
+        assert_eq!(o.flex_volume_plugin_dir, "/opt/flex");
+        assert_eq!(o.volume_host_cidr_denylist, ["10.0.0.0/8", "127.0.0.0/8"]);
+        assert!(!o.volume_host_allow_local_loopback);
+        // deprecated but accepted
+        assert!(a.config().is_ok());
+    }
+
+    #[test]
+    fn recycler_flags_are_refused_as_deprecated() {
+        let err = args(&["--pv-recycler-minimum-timeout-nfs=300"])
+            .config()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--pv-recycler-minimum-timeout-nfs is not supported: the Recycle reclaim policy is deprecated"),
+            "{err}"
+        );
+        let err = args(&[
+            "--pv-recycler-pod-template-filepath-hostpath=/x.yaml",
+            "--pv-recycler-timeout-increment-hostpath",
+            "30",
+        ])
+        .config()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("--pv-recycler-pod-template-filepath-hostpath, --pv-recycler-timeout-increment-hostpath are not supported"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_sync_period_is_refused() {
+        let argv = ["kcm", "--pvclaimbinder-sync-period=15"];
+        assert!(
+            Cli::try_parse_from(argv).is_err(),
+            "a Go duration needs a unit"
         );
     }
 }

@@ -135,6 +135,15 @@ mod tests {
         ] {
             assert!(all.contains(&name), "{name}");
         }
+        // the PV binder, on by default under upstream's name and alias
+        assert!(all.contains(&"persistentvolume-binder-controller"));
+        let names: Vec<&str> = r
+            .select(&["persistentvolume-binder".to_string()])
+            .unwrap()
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["persistentvolume-binder-controller"]);
         let flags = vec!["ttl".to_string(), "nodeipam".to_string()];
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert_eq!(names, ["ttl-controller", "node-ipam-controller"]);
