@@ -274,6 +274,10 @@ impl Api {
         }
         rest::prepare_create(def, &mut obj);
         rest::default_object(def, &mut obj, Phase::Create);
+        // --- storage admission (create): StorageObjectInUseProtection and
+        // DefaultStorageClass, mutating plugins that run before validation ---
+        self.admit_storage_create(def, &mut obj);
+        // --- end storage admission ---
         rest::validate_object(def, &obj, None)?;
         rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
         let ns = target.namespace.clone();
@@ -429,6 +433,15 @@ impl Api {
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
                     }
+                    // --- storage admission (update): PersistentVolumeClaimResize, a
+                    // validating plugin that reads the claim's StorageClass ---
+                    if sub.is_none() && def.group.is_empty() && def.plural == PVCS {
+                        pvc_admission::check_resize(&name, &old, &new, |class| {
+                            view.get(STORAGE_CLASSES, class)
+                                .and_then(|o| o.value().ok())
+                        })?;
+                    }
+                    // --- end storage admission ---
                     if sub.is_none() {
                         def.strategy.allocate_update(view, &old, &mut new)?;
                     }
@@ -600,6 +613,45 @@ impl Api {
         Ok(reply.with_warnings(w))
     }
 }
+
+// --- storage admission ---
+use crate::registry::core::persistentvolumeclaim::admission as pvc_admission;
+
+const PVCS: &str = "persistentvolumeclaims";
+const STORAGE_CLASSES: &str = "storage.k8s.io/storageclasses";
+
+impl Api {
+    /// The mutating storage admission plugins on create: `StorageObjectInUseProtection`
+    /// (the protection finalizer on every PersistentVolume and PersistentVolumeClaim)
+    /// and `DefaultStorageClass` (a claim without a class gets the default one, read
+    /// from the store as upstream reads its informer).
+    fn admit_storage_create(&self, def: &ResourceDef, obj: &mut Value) {
+        if !def.group.is_empty() {
+            return;
+        }
+        match def.plural {
+            "persistentvolumes" => pvc_admission::add_finalizer(
+                obj,
+                crate::registry::core::persistentvolume::PV_PROTECTION_FINALIZER,
+            ),
+            PVCS => {
+                pvc_admission::add_finalizer(obj, pvc_admission::PVC_PROTECTION_FINALIZER);
+                if !pvc_admission::claim_has_class(obj) {
+                    let classes: Vec<Value> = self
+                        .store
+                        .snapshot(STORAGE_CLASSES)
+                        .table
+                        .values()
+                        .filter_map(|o| o.value().ok())
+                        .collect();
+                    pvc_admission::set_default_class(obj, &classes);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+// --- end storage admission ---
 
 /// What a create or update body of `def` holds (custom resources have no protobuf).
 /// The 201 Success `Status` a binding or an eviction answers with (upstream's

@@ -110,3 +110,9 @@ pub(crate) mod printer {
         },
     };
 }
+
+/// The finalizer the `StorageObjectInUseProtection` admission plugin puts on every new
+/// PersistentVolume (the `pv-protection` controller removes it once the volume is no
+/// longer Bound); added by the create endpoint with
+/// [`super::persistentvolumeclaim::admission::add_finalizer`].
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";

@@ -9,6 +9,7 @@ mod printers_pod;
 mod printers_storage;
 mod printers_workloads;
 mod roundtrip;
+mod storage_admission;
 mod validation;
 
 use crate::registry::catalog::Catalog;
