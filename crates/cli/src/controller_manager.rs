@@ -239,6 +239,10 @@ pub struct Args {
     /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
     #[arg(long = "v", default_value_t = 0)]
     verbosity: u8,
+    /// The number of ephemeral volume syncing operations that will be done concurrently.
+    /// Larger number = faster ephemeral volume updating, but more CPU (and network) load
+    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = 5)]
+    concurrent_ephemeralvolume_syncs: usize,
 }
 
 impl Args {
@@ -307,6 +311,8 @@ impl Args {
         pv.flex_volume_plugin_dir = self.flex_volume_plugin_dir.clone();
         pv.volume_host_cidr_denylist = self.volume_host_cidr_denylist.clone();
         pv.volume_host_allow_local_loopback = self.volume_host_allow_local_loopback;
+        o.ephemeral_volume.concurrent_ephemeral_volume_syncs =
+            self.concurrent_ephemeralvolume_syncs;
         o
     }
 
@@ -616,6 +622,14 @@ mod tests {
             o.endpoint_slice.endpoint_updates_batch_period,
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn volume_controller_flags() {
+        let o = options(&[]);
+        assert_eq!(o.ephemeral_volume.concurrent_ephemeral_volume_syncs, 5);
+        let o = options(&["--concurrent-ephemeralvolume-syncs", "2"]);
+        assert_eq!(o.ephemeral_volume.concurrent_ephemeral_volume_syncs, 2);
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //! `NoExecute` taints they do not tolerate, [`ttl`] sets the nodes' object TTL annotation
 //! and [`nodeipam`] allocates the nodes' pod CIDRs. [`disruption`] keeps
 //! PodDisruptionBudget status for the API server's eviction subresource. [`volume`] holds
-//! the volume controllers (the PersistentVolume binder, ...).
+//! the volume controllers (the PersistentVolume binder, claim and volume protection, expansion,
+//! ephemeral volumes).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -81,6 +82,10 @@ pub fn builtin() -> Registry {
         disruption::descriptor(),
         nodelifecycle::descriptor(),
         volume::persistentvolume::descriptor(),
+        volume::pvcprotection::descriptor(),
+        volume::pvprotection::descriptor(),
+        volume::expand::descriptor(),
+        volume::ephemeral::descriptor(),
     ])
 }
 
@@ -144,6 +149,25 @@ mod tests {
             .map(|d| d.name)
             .collect();
         assert_eq!(names, ["persistentvolume-binder-controller"]);
+        // the volume controllers, on by default under upstream's names and aliases
+        for name in [
+            "persistentvolumeclaim-protection-controller",
+            "persistentvolume-protection-controller",
+            "persistentvolume-expander-controller",
+            "ephemeral-volume-controller",
+        ] {
+            assert!(all.contains(&name), "{name}");
+        }
+        let flags: Vec<String> = [
+            "pvc-protection",
+            "pv-protection",
+            "persistentvolume-expander",
+            "ephemeral-volume",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(r.select(&flags).unwrap().len(), 4);
         let flags = vec!["ttl".to_string(), "nodeipam".to_string()];
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert_eq!(names, ["ttl-controller", "node-ipam-controller"]);

@@ -69,6 +69,14 @@ pub struct ControllerManagerOptions {
     /// `persistentvolume-binder-controller`.
     pub persistent_volume_binder:
         crate::volume::persistentvolume::PersistentVolumeBinderControllerOptions,
+    /// `persistentvolumeclaim-protection-controller`.
+    pub pvc_protection: crate::volume::pvcprotection::PvcProtectionControllerOptions,
+    /// `persistentvolume-protection-controller`.
+    pub pv_protection: crate::volume::pvprotection::PvProtectionControllerOptions,
+    /// `persistentvolume-expander-controller`.
+    pub expand: crate::volume::expand::ExpandControllerOptions,
+    /// `ephemeral-volume-controller`.
+    pub ephemeral_volume: crate::volume::ephemeral::EphemeralVolumeControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

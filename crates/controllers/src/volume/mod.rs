@@ -1,4 +1,11 @@
-//! The volume controllers (upstream `pkg/controller/volume`): [`persistentvolume`] binds
-//! PersistentVolumeClaims to PersistentVolumes.
+//! The volume controllers of kube-controller-manager (upstream `pkg/controller/volume`):
+//! [`persistentvolume`] binds PersistentVolumeClaims to PersistentVolumes, the others
+//! protect claims and volumes in use, hand expansions to the resizer and create the
+//! claims of generic ephemeral volumes.
 
+pub mod common;
+pub mod ephemeral;
+pub mod expand;
 pub mod persistentvolume;
+pub mod pvcprotection;
+pub mod pvprotection;

@@ -22,3 +22,4 @@ mod tainteviction;
 mod ttl;
 mod ttl_controller;
 mod volume_binder;
+mod volume_controllers;
