@@ -9,8 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolumeClaim, PodSpec, Taint,
-    Toleration,
+    Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Taint, Toleration,
 };
 
 use crate::resources::{PodRequests, Resources};
@@ -166,6 +165,16 @@ pub fn matches_affinity(spec: &PodSpec, node: &NodeView) -> bool {
         .node_selector_terms
         .iter()
         .any(|term| term_matches(term, node))
+}
+
+/// Whether a required node selector (its terms ORed) admits `node`.
+pub fn node_selector_matches(
+    sel: &k8s_openapi::api::core::v1::NodeSelector,
+    node: &NodeView,
+) -> bool {
+    sel.node_selector_terms
+        .iter()
+        .any(|t| term_matches(t, node))
 }
 
 /// Whether a node selector term admits `node` (its expressions and fields ANDed; an
@@ -377,38 +386,6 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
         let v = 100 * *s / max;
         *s = if reverse { 100 - v } else { v };
     }
-}
-
-/// Upstream's `VolumeBinding` PreFilter for the pod's PersistentVolumeClaim volumes,
-/// given how to look a claim of the pod's namespace up: `Some(reason)` when the pod
-/// cannot be scheduled on any node (a claim missing or being deleted, or one not yet
-/// bound; the simulator provisions no volumes, so every unbound claim waits as an
-/// unbound immediate claim does), `None` when every claim is bound.
-pub fn unbound_claims<C: std::borrow::Borrow<PersistentVolumeClaim>>(
-    spec: &PodSpec,
-    claim: impl Fn(&str) -> Option<C>,
-) -> Option<String> {
-    let mut unbound = false;
-    for v in spec.volumes.iter().flatten() {
-        let Some(source) = &v.persistent_volume_claim else {
-            continue;
-        };
-        let name = source.claim_name.as_str();
-        let Some(c) = claim(name) else {
-            return Some(format!("persistentvolumeclaim \"{name}\" not found"));
-        };
-        let c = c.borrow();
-        if c.metadata.deletion_timestamp.is_some() {
-            return Some(format!("persistentvolumeclaim \"{name}\" is being deleted"));
-        }
-        let bound = c
-            .spec
-            .as_ref()
-            .and_then(|s| s.volume_name.as_deref())
-            .is_some_and(|n| !n.is_empty());
-        unbound |= !bound;
-    }
-    unbound.then(|| "pod has unbound immediate PersistentVolumeClaims".to_string())
 }
 
 /// The message of a PreFilter rejection: `0/N nodes are available: <reason>.`
@@ -656,49 +633,7 @@ mod tests {
     }
 
     #[test]
-    fn claims_must_exist_and_be_bound() {
-        let spec: PodSpec = serde_json::from_value(serde_json::json!({
-            "containers": [{"name": "c"}],
-            "volumes": [
-                {"name": "scratch", "emptyDir": {}},
-                {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}},
-            ]
-        }))
-        .expect("spec");
-        let claim = |volume: Option<&str>, deleting: bool| {
-            let mut c: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "data-web-0"},
-                "spec": {"volumeName": volume}
-            }))
-            .expect("claim");
-            if deleting {
-                c.metadata.deletion_timestamp =
-                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                        k8s_openapi::jiff::Timestamp::now(),
-                    ));
-            }
-            c
-        };
-        assert_eq!(
-            unbound_claims(&spec, |_| None::<PersistentVolumeClaim>),
-            Some(r#"persistentvolumeclaim "data-web-0" not found"#.to_string())
-        );
-        assert_eq!(
-            unbound_claims(&spec, |_| Some(claim(None, false))),
-            Some("pod has unbound immediate PersistentVolumeClaims".to_string())
-        );
-        assert_eq!(
-            unbound_claims(&spec, |_| Some(claim(Some("pv-1"), true))),
-            Some(r#"persistentvolumeclaim "data-web-0" is being deleted"#.to_string())
-        );
-        assert_eq!(
-            unbound_claims(&spec, |_| Some(claim(Some("pv-1"), false))),
-            None
-        );
-        assert_eq!(
-            unbound_claims(&PodSpec::default(), |_| None::<PersistentVolumeClaim>),
-            None
-        );
+    fn prefilter_messages_name_the_node_count() {
         assert_eq!(
             prefilter_error_message(3, "pod has unbound immediate PersistentVolumeClaims"),
             "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."

@@ -127,6 +127,7 @@ pub mod servicelb;
 pub mod spread;
 pub mod storage;
 mod table;
+pub mod volumebinding;
 
 use std::sync::Arc;
 

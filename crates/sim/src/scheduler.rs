@@ -14,9 +14,17 @@
 //! not for best-effort pods); inter-pod affinity and image locality are not
 //! simulated (the nodes report no images, so upstream scores them 0 alike).
 //!
-//! A pod whose PersistentVolumeClaims are missing or not bound is not scheduled
-//! (upstream's `VolumeBinding` PreFilter; the simulator provisions no volumes): it gets
-//! `Unschedulable` with upstream's message and is retried when a claim changes.
+//! Volumes follow upstream's `VolumeBinding` plugin ([`crate::volumebinding`]): a pod
+//! whose claims are missing, being deleted, or unbound with an `Immediate` class is
+//! not scheduled (`Unschedulable` with upstream's message, retried when a claim
+//! changes); bound volumes' node affinity filters nodes; for unbound
+//! `WaitForFirstConsumer` claims a node is chosen where a static volume matches or
+//! the class can provision, then (PreBind) the chosen static volumes are bound to
+//! their claims and the claims to provision get `volume.kubernetes.io/selected-node`,
+//! and the pod is bound to the node only once all its claims are bound — each claim
+//! change brings the pod back, there is no polling. A binding that cannot complete
+//! (the provisioner gave the node up) or takes over 10 minutes fails the attempt with
+//! a `FailedScheduling` event, and the pod is scheduled again.
 //!
 //! Decisions are made one at a time against an in-memory account of what each node
 //! has given out, which counts a pod as soon as it is chosen ("assumed") so that
@@ -37,8 +45,10 @@ use coxswain_runtime::workqueue::RateLimitedQueue;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Node, PersistentVolumeClaim, Pod, PodCondition, PodSpec, ReplicationController, Service,
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, PodSpec,
+    ReplicationController, Service,
 };
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -51,12 +61,15 @@ use crate::config::SimConfig;
 use crate::filters::{
     balanced_allocation_score, default_normalize, feasible_nodes_to_find, filter,
     fit_error_message, has_preferred_affinity, intolerable_prefer_no_schedule, is_best_effort,
-    least_allocated_score, preferred_affinity_sum, prefilter_error_message, unbound_claims,
-    NodeView, Usage,
+    least_allocated_score, preferred_affinity_sum, prefilter_error_message, NodeView, Usage,
 };
 use crate::resources::PodRequests;
 use crate::spread::{normalize, raw_scores, spread_of, GroupId, LabelGroups, Owners, Spread};
+use crate::storage::ANN_SELECTED_NODE;
 use crate::table::NodeTable;
+use crate::volumebinding::{
+    bindings_done, pod_claims, pod_volumes, Plan, PodVolumes, StorageView, ANN_BOUND_BY_CONTROLLER,
+};
 
 struct PodEntry {
     /// its node's id in the table
@@ -100,6 +113,83 @@ struct State {
     groups: LabelGroups,
     /// pods waiting for a change that may let them fit
     unschedulable: HashSet<ObjectKey>,
+    /// pods assumed on a node while their volumes are being bound (PreBind)
+    binding_volumes: HashMap<ObjectKey, VolumeWait>,
+    /// the pods in `binding_volumes` by the claims they wait for
+    claim_waiters: HashMap<ObjectKey, HashSet<ObjectKey>>,
+}
+
+/// A pod whose volumes are being bound before it is bound to `node`.
+struct VolumeWait {
+    uid: String,
+    node: String,
+    /// its claims that are being provisioned on `node`
+    provisioning: HashSet<String>,
+    claims: Vec<ObjectKey>,
+    since: std::time::Instant,
+}
+
+/// How long PreBind waits for the pod's claims to be bound (upstream `bindTimeout`).
+const BIND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Index of PersistentVolumes without a `claimRef`, by class.
+const PV_UNCLAIMED_BY_CLASS: &str = "sim.coxswain.dev/pv-unclaimed-class";
+/// Index of PersistentVolumes by their `claimRef` (`<namespace>/<name>`).
+const PV_BY_CLAIM: &str = "sim.coxswain.dev/pv-claim";
+
+/// The storage objects of the cache, as the `VolumeBinding` plugin reads them, for
+/// pods of namespace `ns`.
+struct CacheView<'a> {
+    cache: &'a Cache,
+    ns: &'a str,
+}
+
+impl StorageView for CacheView<'_> {
+    fn claim(&self, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.cache
+            .informer::<PersistentVolumeClaim>()
+            .store()
+            .get(&ObjectKey::namespaced(self.ns, name))
+    }
+    fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        self.cache
+            .informer::<StorageClass>()
+            .store()
+            .get(&ObjectKey::cluster(name))
+    }
+    fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.cache
+            .informer::<PersistentVolume>()
+            .store()
+            .get(&ObjectKey::cluster(name))
+    }
+    fn candidates(&self, class: &str, ns: &str, name: &str) -> Vec<Arc<PersistentVolume>> {
+        let store = self.cache.informer::<PersistentVolume>().store().clone();
+        let mut out = store
+            .by_index(PV_UNCLAIMED_BY_CLASS, class)
+            .unwrap_or_default();
+        out.extend(
+            store
+                .by_index(PV_BY_CLAIM, &format!("{ns}/{name}"))
+                .unwrap_or_default(),
+        );
+        out
+    }
+}
+
+impl State {
+    fn stop_waiting(&mut self, key: &ObjectKey) -> Option<VolumeWait> {
+        let w = self.binding_volumes.remove(key)?;
+        for c in &w.claims {
+            if let Some(pods) = self.claim_waiters.get_mut(c) {
+                pods.remove(key);
+                if pods.is_empty() {
+                    self.claim_waiters.remove(c);
+                }
+            }
+        }
+        Some(w)
+    }
 }
 
 /// Why a pod was not placed.
@@ -225,6 +315,7 @@ impl State {
         uid: &str,
         pct: u32,
         spread: &Spread,
+        volumes: &PodVolumes,
     ) -> Result<String, Failure> {
         let default_spec = PodSpec::default();
         let spec = pod.spec.as_ref().unwrap_or(&default_spec);
@@ -248,7 +339,16 @@ impl State {
             let Some(node) = slot.view.as_ref() else {
                 continue;
             };
-            match filter(spec, &req, node, &slot.usage) {
+            let fits = filter(spec, &req, node, &slot.usage).and_then(|()| {
+                if volumes.is_empty() {
+                    return Ok(());
+                }
+                volumes
+                    .check(node)
+                    .map(|_| ())
+                    .map_err(|r| vec![r.to_string()])
+            });
+            match fits {
                 Ok(()) => {
                     feasible.push(id);
                     if feasible.len() >= want {
@@ -445,13 +545,50 @@ impl Scheduler {
                     s.wake.notify_one();
                 }
             });
-        // a claim created or bound may let a waiting pod in
+        cache.index_field::<PersistentVolume>(PV_UNCLAIMED_BY_CLASS, |pv: &PersistentVolume| {
+            let spec = pv.spec.as_ref();
+            match spec {
+                Some(s) if s.claim_ref.is_none() => {
+                    vec![s.storage_class_name.clone().unwrap_or_default()]
+                }
+                _ => Vec::new(),
+            }
+        });
+        cache.index_field::<PersistentVolume>(PV_BY_CLAIM, |pv: &PersistentVolume| {
+            pv.spec
+                .as_ref()
+                .and_then(|s| s.claim_ref.as_ref())
+                .map(|r| {
+                    format!(
+                        "{}/{}",
+                        r.namespace.as_deref().unwrap_or(""),
+                        r.name.as_deref().unwrap_or("")
+                    )
+                })
+                .into_iter()
+                .collect()
+        });
+        cache.informer::<StorageClass>();
+        // a claim created or bound may let a waiting pod in, or complete the binding
+        // of a pod's volumes
         let me = Arc::downgrade(&s);
         cache.informer::<PersistentVolumeClaim>().add_handler(
-            move |_: &Change<PersistentVolumeClaim>| {
-                if let Some(s) = me.upgrade() {
-                    s.wake.notify_one();
+            move |c: &Change<PersistentVolumeClaim>| {
+                let Some(s) = me.upgrade() else { return };
+                let claim = match c {
+                    Change::Added(x) | Change::Deleted(x) | Change::Updated { new: x, .. } => x,
+                };
+                {
+                    let mut st = s.lock();
+                    let key = ObjectKey::of(claim.as_ref());
+                    let pods: Vec<ObjectKey> = st
+                        .claim_waiters
+                        .get(&key)
+                        .map(|p| p.iter().cloned().collect())
+                        .unwrap_or_default();
+                    st.unschedulable.extend(pods);
                 }
+                s.wake.notify_one();
             },
         );
         let me = Arc::downgrade(&s);
@@ -464,6 +601,12 @@ impl Scheduler {
             let uid = pod.metadata.uid.as_deref().unwrap_or("");
             let freed = {
                 let mut st = s.lock();
+                if gone {
+                    let key = ObjectKey::of(pod.as_ref());
+                    if st.binding_volumes.get(&key).is_some_and(|w| w.uid == uid) {
+                        st.stop_waiting(&key);
+                    }
+                }
                 match (gone, holds_node(pod)) {
                     (false, Some(node)) => {
                         let empty = BTreeMap::new();
@@ -558,21 +701,54 @@ impl Scheduler {
         let pod = match self.cache.get::<Pod>(&key).await {
             Some(p) if self.wants(&p) => p,
             _ => {
-                self.lock().unschedulable.remove(&key);
+                let mut st = self.lock();
+                st.unschedulable.remove(&key);
+                if let Some(w) = st.stop_waiting(&key) {
+                    // deleted, gated, or bound by someone else while its volumes were
+                    // being bound: the assumption goes
+                    if st.pods.get(&w.uid).is_some_and(|e| !e.confirmed) {
+                        st.remove_pod(&w.uid);
+                    }
+                }
                 return Ok(Action::Done);
             }
         };
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        if let Some(reason) = self.unbound_claims(&pod, &key).await {
-            let nodes = self.lock().order.len();
-            let f = Failure {
-                reason: "Unschedulable",
-                message: prefilter_error_message(nodes, &reason),
-            };
-            self.lock().unschedulable.insert(key.clone());
-            self.record_failure(&pod, &key, &f).await?;
-            return Ok(Action::Requeue);
+        let waiting = {
+            let mut st = self.lock();
+            match st.binding_volumes.get(&key) {
+                Some(w) if w.uid == uid => Some((w.node.clone(), w.provisioning.clone(), w.since)),
+                Some(_) => {
+                    // an older pod of that name
+                    st.stop_waiting(&key);
+                    None
+                }
+                None => None,
+            }
+        };
+        if let Some((node, provisioning, since)) = waiting {
+            return self
+                .continue_volume_binding(&pod, &key, &uid, &node, &provisioning, since)
+                .await;
         }
+        let ns = key.namespace().unwrap_or("").to_string();
+        let view = CacheView {
+            cache: &self.cache,
+            ns: &ns,
+        };
+        let volumes = match pod_volumes(&pod, &view) {
+            Ok(v) => v,
+            Err(reason) => {
+                let nodes = self.lock().order.len();
+                let f = Failure {
+                    reason: "Unschedulable",
+                    message: prefilter_error_message(nodes, &reason),
+                };
+                self.lock().unschedulable.insert(key.clone());
+                self.record_failure(&pod, &key, &f).await?;
+                return Ok(Action::Requeue);
+            }
+        };
         let spread = spread_of(&pod, &lock_owners(&self.owners));
         let decision = {
             let mut st = self.lock();
@@ -580,10 +756,41 @@ impl Scheduler {
                 // being bound (or bound, and the cache has not caught up)
                 return Ok(Action::Done);
             }
-            st.schedule(&pod, &uid, self.cfg.percentage_of_nodes_to_score, &spread)
+            st.schedule(
+                &pod,
+                &uid,
+                self.cfg.percentage_of_nodes_to_score,
+                &spread,
+                &volumes,
+            )
+            .map(|node| {
+                let view = st
+                    .table
+                    .find(&node)
+                    .and_then(|id| st.table.slot(id).view.clone());
+                (node, view)
+            })
         };
         match decision {
-            Ok(node) => self.bind(&pod, &key, &uid, &node).await,
+            Ok((node, view)) => {
+                if volumes.to_bind.is_empty() {
+                    return self.bind(&pod, &key, &uid, &node).await;
+                }
+                let plan = view
+                    .as_ref()
+                    .map(|v| volumes.check(v))
+                    .unwrap_or(Err("node is gone"));
+                match plan {
+                    Ok(plan) => {
+                        self.bind_volumes(&pod, &key, &uid, &node, &volumes, plan)
+                            .await
+                    }
+                    Err(r) => {
+                        self.forget_assumed(&uid);
+                        self.prebind_failed(&pod, &key, r).await
+                    }
+                }
+            }
             Err(f) => {
                 self.lock().unschedulable.insert(key.clone());
                 self.record_failure(&pod, &key, &f).await?;
@@ -592,20 +799,154 @@ impl Scheduler {
         }
     }
 
-    /// Why the pod's PersistentVolumeClaims keep it off every node, if they do (see
-    /// [`unbound_claims`]).
-    async fn unbound_claims(&self, pod: &Pod, key: &ObjectKey) -> Option<String> {
-        let spec = pod.spec.as_ref()?;
-        let mut claims: HashMap<String, Arc<PersistentVolumeClaim>> = HashMap::new();
-        for v in spec.volumes.iter().flatten() {
-            if let Some(source) = &v.persistent_volume_claim {
-                let ck = ObjectKey::from_parts(key.namespace(), &source.claim_name);
-                if let Some(c) = self.cache.get::<PersistentVolumeClaim>(&ck).await {
-                    claims.insert(source.claim_name.clone(), c);
-                }
+    /// PreBind of `VolumeBinding`: bind the chosen static volumes to their claims and
+    /// ask for the others to be provisioned on `node`, then wait for the claims.
+    async fn bind_volumes(
+        &self,
+        pod: &Pod,
+        key: &ObjectKey,
+        uid: &str,
+        node: &str,
+        volumes: &PodVolumes,
+        plan: Plan,
+    ) -> ReconcileResult {
+        let ns = key.namespace().unwrap_or("default");
+        let pvs: Api<PersistentVolume> = Api::all(self.client.clone());
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
+        let mut provisioning = HashSet::new();
+        let result: Result<(), kube::Error> = async {
+            for (pv_name, i) in &plan.static_binds {
+                let claim = &volumes.to_bind[*i].claim;
+                let Some(pv) = volumes.to_bind[*i]
+                    .candidates
+                    .iter()
+                    .find(|v| v.metadata.name.as_deref() == Some(pv_name.as_str()))
+                else {
+                    continue;
+                };
+                let mut pv = (**pv).clone();
+                pv.metadata.managed_fields = None;
+                let spec = pv.spec.get_or_insert_with(Default::default);
+                spec.claim_ref = Some(k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("PersistentVolumeClaim".into()),
+                    namespace: claim.metadata.namespace.clone(),
+                    name: claim.metadata.name.clone(),
+                    uid: claim.metadata.uid.clone(),
+                    resource_version: claim.metadata.resource_version.clone(),
+                    field_path: None,
+                });
+                pv.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(ANN_BOUND_BY_CONTROLLER.into(), "yes".into());
+                pvs.replace(pv_name, &PostParams::default(), &pv).await?;
             }
+            for i in &plan.provision {
+                let claim = &volumes.to_bind[*i].claim;
+                let name = claim.metadata.name.clone().unwrap_or_default();
+                provisioning.insert(name.clone());
+                if crate::storage::annotation(&claim.metadata, ANN_SELECTED_NODE) == Some(node) {
+                    continue;
+                }
+                let patch = json!({"metadata": {
+                    "annotations": {ANN_SELECTED_NODE: node},
+                    "resourceVersion": claim.metadata.resource_version,
+                }});
+                claims
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            Ok(())
         }
-        unbound_claims(spec, |name| claims.get(name).cloned())
+        .await;
+        if let Err(e) = result {
+            self.forget_assumed(uid);
+            return self
+                .prebind_failed(pod, key, &format!("binding volumes: {e}"))
+                .await;
+        }
+        let since = std::time::Instant::now();
+        {
+            let mut st = self.lock();
+            let claims: Vec<ObjectKey> = pod_claims(pod)
+                .iter()
+                .map(|c| ObjectKey::namespaced(ns, c))
+                .collect();
+            for c in &claims {
+                st.claim_waiters
+                    .entry(c.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+            st.binding_volumes.insert(
+                key.clone(),
+                VolumeWait {
+                    uid: uid.to_string(),
+                    node: node.to_string(),
+                    provisioning: provisioning.clone(),
+                    claims,
+                    since,
+                },
+            );
+        }
+        self.continue_volume_binding(pod, key, uid, node, &provisioning, since)
+            .await
+    }
+
+    /// Bind the pod once its claims are bound; fail the attempt when they cannot be.
+    async fn continue_volume_binding(
+        &self,
+        pod: &Pod,
+        key: &ObjectKey,
+        uid: &str,
+        node: &str,
+        provisioning: &HashSet<String>,
+        since: std::time::Instant,
+    ) -> ReconcileResult {
+        let ns = key.namespace().unwrap_or("").to_string();
+        let view = CacheView {
+            cache: &self.cache,
+            ns: &ns,
+        };
+        let node_view = {
+            let st = self.lock();
+            st.table
+                .find(node)
+                .and_then(|id| st.table.slot(id).view.clone())
+        };
+        let outcome = match &node_view {
+            Some(nv) => bindings_done(pod, &view, nv, provisioning),
+            None => Err(format!("node {node:?} is gone")),
+        };
+        let failure = match outcome {
+            Ok(true) => {
+                self.lock().stop_waiting(key);
+                return self.bind(pod, key, uid, node).await;
+            }
+            Ok(false) => {
+                let waited = since.elapsed();
+                if waited < BIND_TIMEOUT {
+                    // the claims' changes bring the pod back; the timeout, at worst
+                    return Ok(Action::RequeueAfter(BIND_TIMEOUT - waited));
+                }
+                "binding volumes: context deadline exceeded".to_string()
+            }
+            Err(e) => format!("binding volumes: {e}"),
+        };
+        self.lock().stop_waiting(key);
+        self.forget_assumed(uid);
+        self.prebind_failed(pod, key, &failure).await
+    }
+
+    /// A failed PreBind: the pod is scheduled again (with back-off).
+    async fn prebind_failed(&self, pod: &Pod, key: &ObjectKey, why: &str) -> ReconcileResult {
+        let f = Failure {
+            reason: "SchedulerError",
+            message: format!("running PreBind plugin \"VolumeBinding\": {why}"),
+        };
+        self.record_failure(pod, key, &f).await?;
+        Ok(Action::Requeue)
     }
 
     fn forget_assumed(&self, uid: &str) {
@@ -794,7 +1135,13 @@ mod tests {
         let mut placed = BTreeMap::new();
         for i in 0..6 {
             let node = st
-                .schedule(&pod("8"), &format!("u{i}"), 0, &Spread::default())
+                .schedule(
+                    &pod("8"),
+                    &format!("u{i}"),
+                    0,
+                    &Spread::default(),
+                    &PodVolumes::default(),
+                )
                 .unwrap_or_else(|f| panic!("{}", f.message));
             *placed.entry(node).or_insert(0) += 1;
         }
@@ -805,7 +1152,13 @@ mod tests {
         );
         // 16 cpu left on each node: a 20-cpu pod fits nowhere
         let f = st
-            .schedule(&pod("20"), "big", 0, &Spread::default())
+            .schedule(
+                &pod("20"),
+                "big",
+                0,
+                &Spread::default(),
+                &PodVolumes::default(),
+            )
             .expect_err("no fit");
         assert_eq!(f.reason, "Unschedulable");
         assert_eq!(f.message, "0/3 nodes are available: 3 Insufficient cpu.");
@@ -822,7 +1175,13 @@ mod tests {
     fn no_nodes_is_a_scheduler_error_and_node_updates_wake_only_when_useful() {
         let mut st = State::default();
         let f = st
-            .schedule(&pod("1"), "u", 0, &Spread::default())
+            .schedule(
+                &pod("1"),
+                "u",
+                0,
+                &Spread::default(),
+                &PodVolumes::default(),
+            )
             .expect_err("no nodes");
         assert_eq!(
             (f.reason, f.message.as_str()),
@@ -890,7 +1249,7 @@ mod tests {
         let mut placed: BTreeMap<String, usize> = BTreeMap::new();
         for i in 0..n {
             let node = st
-                .schedule(&p, &format!("u{i}"), 0, &spread)
+                .schedule(&p, &format!("u{i}"), 0, &spread, &PodVolumes::default())
                 .unwrap_or_else(|f| panic!("{}", f.message));
             *placed.entry(node).or_insert(0) += 1;
         }
@@ -927,7 +1286,7 @@ mod tests {
         let mut on = BTreeMap::new();
         for i in 0..3 {
             let node = st
-                .schedule(&p, &format!("u{i}"), 0, &spread)
+                .schedule(&p, &format!("u{i}"), 0, &spread, &PodVolumes::default())
                 .unwrap_or_else(|f| panic!("{}", f.message));
             on.insert(node, format!("u{i}"));
         }
@@ -938,7 +1297,12 @@ mod tests {
         st.refresh_member(&on["b"], &Member::of(&going, &empty));
         for i in 3..13 {
             let uid = format!("t{i}");
-            assert_eq!(st.schedule(&p, &uid, 0, &spread).ok().as_deref(), Some("b"));
+            assert_eq!(
+                st.schedule(&p, &uid, 0, &spread, &PodVolumes::default())
+                    .ok()
+                    .as_deref(),
+                Some("b")
+            );
             st.remove_pod(&uid);
         }
         // it still holds its resources until it is gone
@@ -950,7 +1314,9 @@ mod tests {
         st.refresh_member(&on["b"], &Member::of(&p, &empty));
         st.refresh_member(&on["c"], &Member::of(&relabelled, &empty));
         assert_eq!(
-            st.schedule(&p, "next", 0, &spread).ok().as_deref(),
+            st.schedule(&p, "next", 0, &spread, &PodVolumes::default())
+                .ok()
+                .as_deref(),
             Some("c")
         );
         assert_eq!(st.groups.len(), 2);
@@ -968,7 +1334,9 @@ mod tests {
         st.set_node(a);
         let (mut p, spread) = replica(false);
         for i in 0..30 {
-            let node = st.schedule(&p, &format!("u{i}"), 0, &spread).ok();
+            let node = st
+                .schedule(&p, &format!("u{i}"), 0, &spread, &PodVolumes::default())
+                .ok();
             assert_ne!(
                 node.as_deref(),
                 Some("a"),
@@ -984,7 +1352,7 @@ mod tests {
         }]);
         let to_a = (0..60)
             .filter(|i| {
-                st.schedule(&p, &format!("t{i}"), 0, &spread)
+                st.schedule(&p, &format!("t{i}"), 0, &spread, &PodVolumes::default())
                     .ok()
                     .as_deref()
                     == Some("a")
@@ -1003,7 +1371,7 @@ mod tests {
         );
         for i in 0..20 {
             assert_eq!(
-                st.schedule(&q, &format!("c{i}"), 0, &spread)
+                st.schedule(&q, &format!("c{i}"), 0, &spread, &PodVolumes::default())
                     .ok()
                     .as_deref(),
                 Some("c")

@@ -42,6 +42,11 @@ fn fast() -> SimConfig {
 }
 
 async fn start(config: SimConfig) -> Sim {
+    start_with(config, |_| {}).await
+}
+
+/// [`start`], with more runnables added by `extra` (controllers under test).
+async fn start_with(config: SimConfig, extra: impl FnOnce(&Manager)) -> Sim {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
@@ -62,6 +67,7 @@ async fn start(config: SimConfig) -> Sim {
         coxswain_controllers::nodelifecycle::node_lifecycle_controller(&mgr, &Default::default()),
     )
     .expect("node lifecycle controller");
+    extra(&mgr);
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     let task = tokio::spawn(async move {

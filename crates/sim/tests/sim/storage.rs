@@ -355,3 +355,243 @@ async fn claims_handed_to_the_driver_are_provisioned_and_released_volumes_delete
     assert!(pvs.get_opt(&imm_name).await.expect("get").is_some());
     sim.stop().await;
 }
+
+/// The simulator with the controller manager's PV binder.
+async fn start_with_binder(config: SimConfig) -> Sim {
+    start_with(config, |mgr| {
+        let options = coxswain_controllers::volume::persistentvolume::PersistentVolumeBinderControllerOptions {
+            pv_claim_binder_sync_period: Duration::from_secs(15),
+            ..Default::default()
+        };
+        mgr.add(
+            coxswain_controllers::volume::persistentvolume::persistent_volume_binder_controller(
+                mgr, &options,
+            ),
+        )
+        .expect("binder");
+    })
+    .await
+}
+
+async fn wait_ready_nodes(client: &kube::Client, n: usize) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually("nodes ready and untainted", || async {
+        let l = nodes.list(&ListParams::default()).await.ok()?;
+        let ready = l
+            .items
+            .iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_none_or(|t| t.is_empty())
+                    && n.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        (ready >= n).then_some(())
+    })
+    .await;
+}
+
+fn pod_with_claims(name: &str, claims: &[&str]) -> Pod {
+    let volumes: Vec<serde_json::Value> = claims
+        .iter()
+        .map(|c| json!({"name": c, "persistentVolumeClaim": {"claimName": c}}))
+        .collect();
+    pod(name, json!({"spec": {"volumes": volumes}}))
+}
+
+fn scheduled_message(p: &Pod) -> Option<String> {
+    condition(p, "PodScheduled")
+        .filter(|c| c.0 == "False")
+        .and_then(|c| c.2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_first_consumer_claims_are_provisioned_on_the_pods_node() {
+    let sim = start_with_binder(SimConfig { nodes: 2, ..fast() }).await;
+    let client = sim.env.client.clone();
+    wait_ready_nodes(&client, 2).await;
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    eventually("class standard", || async {
+        classes.get_opt("standard").await.ok().flatten()
+    })
+    .await;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+
+    // the claim does not exist yet: unschedulable with upstream's message
+    pods.create(
+        &PostParams::default(),
+        &pod_with_claims("web-0", &["data-web-0"]),
+    )
+    .await
+    .expect("pod");
+    let p = wait_pod(&pods, "web-0", "unschedulable", |p| {
+        scheduled_message(p).is_some()
+    })
+    .await;
+    assert_eq!(
+        scheduled_message(&p).as_deref(),
+        Some("0/2 nodes are available: persistentvolumeclaim \"data-web-0\" not found.")
+    );
+    // its creation lets the pod in: a node is chosen, the claim provisioned there and
+    // bound, then the pod is bound to that node
+    claims
+        .create(
+            &PostParams::default(),
+            &claim("data-web-0", "standard", json!({})),
+        )
+        .await
+        .expect("claim");
+    let p = wait_pod(&pods, "web-0", "bound", |p| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some()
+    })
+    .await;
+    let node = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("node");
+    let c = claims.get("data-web-0").await.expect("claim");
+    assert_eq!(
+        c.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Bound"),
+        "the pod is bound only once its claim is"
+    );
+    assert_eq!(
+        c.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("volume.kubernetes.io/selected-node")),
+        Some(&node)
+    );
+    let pv = pvs
+        .get(
+            c.spec
+                .as_ref()
+                .and_then(|s| s.volume_name.as_deref())
+                .expect("volume"),
+        )
+        .await
+        .expect("pv");
+    assert_eq!(affinity_node(&pv), Some(node.clone()));
+
+    // a second pod of that claim goes where the volume is
+    pods.create(
+        &PostParams::default(),
+        &pod_with_claims("web-0b", &["data-web-0"]),
+    )
+    .await
+    .expect("pod");
+    let p = wait_pod(&pods, "web-0b", "bound", |p| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some()
+    })
+    .await;
+    assert_eq!(
+        p.spec.as_ref().and_then(|s| s.node_name.clone()),
+        Some(node)
+    );
+    sim.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unbound_immediate_claims_and_volume_affinity_conflicts_keep_pods_pending() {
+    let sim = start_with_binder(SimConfig { nodes: 2, ..fast() }).await;
+    let client = sim.env.client.clone();
+    wait_ready_nodes(&client, 2).await;
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    // an Immediate class whose provisioner does not run: the claim stays Pending
+    let nobody: StorageClass = serde_json::from_value(json!({
+        "metadata": {"name": "nobody"},
+        "provisioner": "example.com/nobody",
+        "volumeBindingMode": "Immediate",
+    }))
+    .expect("class");
+    classes
+        .create(&PostParams::default(), &nobody)
+        .await
+        .expect("class");
+    claims
+        .create(
+            &PostParams::default(),
+            &claim("pending", "nobody", json!({})),
+        )
+        .await
+        .expect("claim");
+    pods.create(
+        &PostParams::default(),
+        &pod_with_claims("waits", &["pending"]),
+    )
+    .await
+    .expect("pod");
+    let p = wait_pod(&pods, "waits", "unschedulable", |p| {
+        scheduled_message(p).is_some()
+    })
+    .await;
+    assert_eq!(
+        scheduled_message(&p).as_deref(),
+        Some("0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+    );
+    // a static volume on a node that does not exist, bound to a claim
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": "elsewhere"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "5Gi"},
+            "storageClassName": "", "hostPath": {"path": "/tmp/x"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone"]}]}]}}},
+    }))
+    .expect("pv");
+    pvs.create(&PostParams::default(), &pv).await.expect("pv");
+    claims
+        .create(
+            &PostParams::default(),
+            &claim("static", "", json!({"spec": {"volumeName": "elsewhere"}})),
+        )
+        .await
+        .expect("claim");
+    eventually("static claim bound", || async {
+        claims
+            .get("static")
+            .await
+            .ok()
+            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+    })
+    .await;
+    pods.create(
+        &PostParams::default(),
+        &pod_with_claims("pinned", &["static"]),
+    )
+    .await
+    .expect("pod");
+    let p = wait_pod(&pods, "pinned", "unschedulable", |p| {
+        scheduled_message(p).is_some()
+    })
+    .await;
+    assert_eq!(
+        scheduled_message(&p).as_deref(),
+        Some("0/2 nodes are available: 2 node(s) had volume node affinity conflict.")
+    );
+    let e = eventually("FailedScheduling", || async {
+        events_for(&client, "pinned", "FailedScheduling")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    sim.stop().await;
+}
