@@ -12,6 +12,19 @@
 //! `Failed`) is reported, then it is removed: a delete with `gracePeriodSeconds: 0`
 //! and the pod's uid as precondition, which the API server completes (finalizers
 //! permitting).
+//!
+//! Volumes (the volume manager's part): a pod whose PersistentVolumeClaims (its
+//! `persistentVolumeClaim` volumes and its generic ephemeral volumes' `<pod>-<volume>`
+//! claims) are not all bound to an existing volume stays `Pending` with its
+//! containers `ContainerCreating` and no sandbox (no pod IP); on a node whose volumes
+//! the attach/detach controller manages (`volumes.kubernetes.io/controller-managed-attach-detach`),
+//! a CSI volume whose driver requires attachment must also be listed in the node's
+//! `status.volumesAttached` (`kubernetes.io/csi/<driver>^<volumeHandle>`). Claim and
+//! node changes bring the pod back. Each node reports the CSI volumes of its pods in
+//! `status.volumesInUse` (so they are not detached under them), and a mounted
+//! volume whose claim waits for a file system expansion is expanded
+//! ([`crate::storage::resizer::node_expansion`]): the claim's `status.capacity` grows
+//! and `FileSystemResizeSuccessful` is reported.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,9 +34,10 @@ use coxswain_runtime::cache::{Cache, Change};
 use coxswain_runtime::controller::{Action, ReconcileResult};
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::ObjectKey;
-use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus};
+use k8s_openapi::api::storage::v1::CSIDriver;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 
 use crate::behaviour::{behaviour_of, Defaults};
 use crate::config::SimConfig;
@@ -33,6 +47,13 @@ use crate::podstatus::{step, stopping, Env, Stopping};
 
 /// Name of the pod index by node.
 pub const NODE_INDEX: &str = "sim.coxswain.dev/node";
+/// Name of the index of pods bound to nodes by their claims (`<namespace>/<claim>`).
+pub const CLAIM_INDEX: &str = "sim.coxswain.dev/pod-claims";
+
+/// The name a node's `volumesAttached`/`volumesInUse` give a CSI volume.
+pub fn unique_volume_name(driver: &str, handle: &str) -> String {
+    format!("kubernetes.io/csi/{driver}^{handle}")
+}
 
 /// What the kubelet needs of a managed node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +65,8 @@ pub struct NodeNet {
     /// Whether its heartbeats are stopped ([`SimConfig::heartbeats_stopped`]): its
     /// kubelet is dead and leaves its pods alone.
     pub stopped: bool,
+    /// Its `status.volumesAttached` (pods wait for their volumes' attachment).
+    pub attached: Vec<String>,
 }
 
 impl NodeNet {
@@ -52,6 +75,12 @@ impl NodeNet {
             host_ip: internal_ip(node).map(|ip| ip.to_string()),
             pod_cidr: node.spec.as_ref().and_then(|s| s.pod_cidr.clone()),
             stopped: cfg.heartbeats_stopped(node),
+            attached: node
+                .status
+                .as_ref()
+                .and_then(|s| s.volumes_attached.as_ref())
+                .map(|v| v.iter().map(|a| a.name.clone()).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -88,6 +117,19 @@ impl Kubelet {
         cache.index_field::<Pod>(NODE_INDEX, |p: &Pod| {
             node_of(p).map(str::to_string).into_iter().collect()
         });
+        cache.index_field::<Pod>(CLAIM_INDEX, |p: &Pod| {
+            if node_of(p).is_none() {
+                return Vec::new();
+            }
+            let ns = p.metadata.namespace.as_deref().unwrap_or("");
+            crate::volumebinding::pod_claims(p)
+                .into_iter()
+                .map(|c| format!("{ns}/{c}"))
+                .collect()
+        });
+        cache.informer::<PersistentVolumeClaim>();
+        cache.informer::<PersistentVolume>();
+        cache.informer::<CSIDriver>();
         let k = Arc::new(Kubelet {
             cfg: cfg.clone(),
             cache: cache.clone(),
@@ -289,6 +331,10 @@ impl Kubelet {
             // the node has no address or CIDR yet; its update will bring us back
             return Ok(Action::Done);
         };
+        let started = status.start_time.is_some() && phase != "Pending";
+        // volumes are attached and mounted before the sandbox is created; a claim or
+        // node change brings the pod back
+        let volumes_ready = started || self.volumes_ready(&pod, &node);
 
         let (behaviour, problems) = behaviour_of(&pod, defaults);
         if !problems.is_empty()
@@ -316,6 +362,7 @@ impl Kubelet {
                 self.ipam.note(&key, &uid, &node, ip);
                 Some(ip.to_string())
             }
+            None if !volumes_ready => None,
             None => match self
                 .ipam
                 .assign(&key, &uid, &node, &cidr, || self.seed(&node))
@@ -340,6 +387,7 @@ impl Kubelet {
             pod_ip,
             backoff_base: self.cfg.crash_loop_backoff,
             backoff_max: self.cfg.crash_loop_max_backoff,
+            volumes_ready,
         };
         let next = step(&pod, &behaviour, &env);
         if let Some(new_status) = next.status {
@@ -348,10 +396,237 @@ impl Kubelet {
                 return Ok(action);
             }
         }
+        if volumes_ready {
+            self.expand_file_systems(&pod, &node).await?;
+        }
         Ok(match next.after {
             Some(d) => Action::RequeueAfter(d),
             None => Action::Done,
         })
+    }
+
+    /// The pods on nodes that use the claim `c` (for the claim watch).
+    pub fn pods_of_claim(&self, c: &PersistentVolumeClaim) -> Vec<ObjectKey> {
+        let key = format!(
+            "{}/{}",
+            c.metadata.namespace.as_deref().unwrap_or(""),
+            c.metadata.name.as_deref().unwrap_or("")
+        );
+        self.cache
+            .informer::<Pod>()
+            .store()
+            .by_index(CLAIM_INDEX, &key)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| ObjectKey::of(p.as_ref()))
+            .collect()
+    }
+
+    /// The pod's claims with their volumes; None while one is missing or unbound (or,
+    /// for an ephemeral volume, not the pod's).
+    fn claimed_volumes(
+        &self,
+        pod: &Pod,
+    ) -> Option<Vec<(Arc<PersistentVolumeClaim>, Arc<PersistentVolume>)>> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let claims = self.cache.informer::<PersistentVolumeClaim>();
+        let volumes = self.cache.informer::<PersistentVolume>();
+        let ephemeral: Vec<String> = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.volumes.iter().flatten())
+            .filter(|v| v.ephemeral.is_some())
+            .map(|v| format!("{}-{}", pod.metadata.name.as_deref().unwrap_or(""), v.name))
+            .collect();
+        let mut out = Vec::new();
+        for name in crate::volumebinding::pod_claims(pod) {
+            let c = claims.store().get(&ObjectKey::namespaced(ns, &name))?;
+            if ephemeral.contains(&name) && !crate::volumebinding::owned_by(&c, pod) {
+                return None;
+            }
+            let pv_name = c
+                .spec
+                .as_ref()
+                .and_then(|s| s.volume_name.as_deref())
+                .filter(|n| !n.is_empty())?;
+            let pv = volumes.store().get(&ObjectKey::cluster(pv_name))?;
+            let bound_here = pv
+                .spec
+                .as_ref()
+                .and_then(|s| s.claim_ref.as_ref())
+                .is_some_and(|r| r.uid.is_some() && r.uid == c.metadata.uid);
+            if !bound_here {
+                return None;
+            }
+            out.push((c, pv));
+        }
+        Some(out)
+    }
+
+    /// Whether the CSI volume `pv` must be attached before it is mounted: its driver
+    /// requires it (no CSIDriver object: it does, as upstream).
+    fn attach_required(&self, pv: &PersistentVolume) -> Option<String> {
+        let csi = pv.spec.as_ref()?.csi.as_ref()?;
+        let required = self
+            .cache
+            .informer::<CSIDriver>()
+            .store()
+            .get(&ObjectKey::cluster(&csi.driver))
+            .is_none_or(|d| d.spec.attach_required != Some(false));
+        required.then(|| unique_volume_name(&csi.driver, &csi.volume_handle))
+    }
+
+    /// Whether the pod's volumes can be mounted on `node`: its claims bound and, where
+    /// the attach/detach controller attaches, its attachable volumes attached.
+    fn volumes_ready(&self, pod: &Pod, node: &str) -> bool {
+        let Some(vols) = self.claimed_volumes(pod) else {
+            return false;
+        };
+        if vols.is_empty() {
+            return true;
+        }
+        let Some(n) = self
+            .cache
+            .informer::<Node>()
+            .store()
+            .get(&ObjectKey::cluster(node))
+        else {
+            return false;
+        };
+        let controller_attaches = n
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::storage::ANN_CONTROLLER_MANAGED_ATTACH_DETACH))
+            .is_some_and(|v| v == "true");
+        if !controller_attaches {
+            // the kubelet attaches them itself
+            return true;
+        }
+        let attached: Vec<&str> = n
+            .status
+            .as_ref()
+            .and_then(|s| s.volumes_attached.as_ref())
+            .map(|v| v.iter().map(|a| a.name.as_str()).collect())
+            .unwrap_or_default();
+        vols.iter()
+            .filter_map(|(_, pv)| self.attach_required(pv))
+            .all(|name| attached.contains(&name.as_str()))
+    }
+
+    /// Finish the file system expansion of the pod's mounted volumes that wait for it.
+    async fn expand_file_systems(&self, pod: &Pod, node: &str) -> Result<(), kube::Error> {
+        let Some(vols) = self.claimed_volumes(pod) else {
+            return Ok(());
+        };
+        for (c, pv) in vols {
+            let Some(status) = crate::storage::resizer::node_expansion(&c, &pv) else {
+                continue;
+            };
+            let mut updated = (*c).clone();
+            updated.metadata.managed_fields = None;
+            updated.status = Some(status);
+            let api: Api<PersistentVolumeClaim> = Api::namespaced(
+                self.client.clone(),
+                c.metadata.namespace.as_deref().unwrap_or("default"),
+            );
+            match api
+                .replace_status(
+                    c.metadata.name.as_deref().unwrap_or(""),
+                    &PostParams::default(),
+                    &updated,
+                )
+                .await
+            {
+                Ok(_) => {}
+                // a newer claim comes through the informer and brings the pod back
+                Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => continue,
+                Err(e) => return Err(e),
+            }
+            let note = format!(
+                "MountVolume.NodeExpandVolume succeeded for volume {:?} {node}",
+                pv.metadata.name.as_deref().unwrap_or("")
+            );
+            for r in [object_reference(c.as_ref()), object_reference(pod)] {
+                self.recorder.event(
+                    &r,
+                    None,
+                    EventType::Normal,
+                    "FileSystemResizeSuccessful",
+                    "NodeExpandVolume",
+                    &note,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The volumes a node's kubelet reports in use: the CSI volumes of its pods that
+    /// have not finished, sorted.
+    pub fn volumes_in_use(&self, node: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .pods_of_node(node)
+            .iter()
+            .filter(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                !matches!(phase, Some("Succeeded") | Some("Failed"))
+            })
+            .filter_map(|p| self.claimed_volumes(p))
+            .flatten()
+            .filter_map(|(_, pv)| {
+                let csi = pv.spec.as_ref()?.csi.as_ref()?;
+                Some(unique_volume_name(&csi.driver, &csi.volume_handle))
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Report the node's volumes in use (`status.volumesInUse`) when they changed.
+    pub async fn reconcile_volumes_in_use(&self, key: ObjectKey) -> ReconcileResult {
+        let Some(node) = self.cache.get::<Node>(&key).await else {
+            return Ok(Action::Done);
+        };
+        if !is_managed(&self.cfg, &node) || self.cfg.heartbeats_stopped(&node) {
+            return Ok(Action::Done);
+        }
+        let want = self.volumes_in_use(key.name());
+        let have = node
+            .status
+            .as_ref()
+            .and_then(|s| s.volumes_in_use.clone())
+            .unwrap_or_default();
+        if want == have {
+            return Ok(Action::Done);
+        }
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = serde_json::json!({"status": {"volumesInUse": want}});
+        match api
+            .patch_status(key.name(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(Action::Done),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Action::Done),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The node of a pod (for the volumes-in-use controller's pod watch).
+    pub fn node_key_of(pod: &Pod) -> Vec<ObjectKey> {
+        node_of(pod).map(ObjectKey::cluster).into_iter().collect()
+    }
+
+    /// The nodes of the pods using claim `c`.
+    pub fn nodes_of_claim(&self, c: &PersistentVolumeClaim) -> Vec<ObjectKey> {
+        let mut out: Vec<ObjectKey> = self
+            .pods_of_claim(c)
+            .iter()
+            .filter_map(|k| self.cache.informer::<Pod>().store().get(k))
+            .flat_map(|p| Self::node_key_of(&p))
+            .collect();
+        out.dedup();
+        out
     }
 
     /// Emit `BackOff` for containers that just started backing off.

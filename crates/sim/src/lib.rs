@@ -297,6 +297,7 @@ impl Simulator {
         let c = cfg.clone();
         let node_matters: BoxPredicate<Node> =
             Arc::new(move |ch: &Change<Node>| Kubelet::node_change_matters(&c, ch));
+        let by_claim = kubelet.clone();
         let kubelet_controller = ControllerBuilder::new(&cache)
             .named("sim-kubelet")
             .with_options(ControllerOptions {
@@ -315,11 +316,35 @@ impl Simulator {
                 EnqueueMapped(move |n: &Node| map.pods_on(n)),
                 vec![node_matters],
             )
+            // a claim bound or resized may let its pods' volumes be mounted or grown
+            .watches::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(move |c| {
+                by_claim.pods_of_claim(c)
+            })
             .build(move |_ctx: Context, key: ObjectKey| {
                 let k = k.clone();
                 async move { k.reconcile(key).await }
             });
         mgr.add(kubelet_controller)?;
+        // the nodes' status.volumesInUse, one node at a time
+        let k = kubelet.clone();
+        let by_claim = kubelet.clone();
+        let c = cfg.clone();
+        let in_use = ControllerBuilder::new(&cache)
+            .named("sim-volumes-in-use")
+            .for_::<Node>()
+            .with_event_filter(move |ch: &Change<Node>| match ch {
+                Change::Added(n) | Change::Updated { new: n, .. } => nodes::is_managed(&c, n),
+                Change::Deleted(_) => false,
+            })
+            .watches::<Pod>(Kubelet::node_key_of)
+            .watches::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(move |c| {
+                by_claim.nodes_of_claim(c)
+            })
+            .build(move |_ctx: Context, key: ObjectKey| {
+                let k = k.clone();
+                async move { k.reconcile_volumes_in_use(key).await }
+            });
+        mgr.add(in_use)?;
         let load_balancers = if cfg.load_balancers {
             let pool =
                 servicelb::IpPool::parse(&cfg.load_balancer_ip_range).map_err(Error::Config)?;
@@ -368,7 +393,8 @@ impl Simulator {
 
 /// Add the simulated storage ([`storage`]): the default class and CSIDriver
 /// (`sim-storage-defaults`), the CSINodes (`sim-csinodes`), the provisioner
-/// (`sim-csi-provisioner`) and its deleter (`sim-csi-deleter`).
+/// (`sim-csi-provisioner`) and its deleter (`sim-csi-deleter`), the attacher
+/// (`sim-csi-attacher`) and the resizer (`sim-csi-resizer`).
 fn add_storage(
     mgr: &Manager,
     cfg: &Arc<SimConfig>,
@@ -444,6 +470,46 @@ fn add_storage(
         .build(move |_ctx: Context, key: ObjectKey| {
             let r = r.clone();
             async move { r.reconcile_volume(key).await }
+        });
+    mgr.add(controller)?;
+
+    let attacher = storage::attacher::Attacher::new(cache.clone(), mgr.kube_client().clone());
+    let r = attacher.clone();
+    let new_volumes: BoxPredicate<PersistentVolume> =
+        Arc::new(|ch: &Change<PersistentVolume>| matches!(ch, Change::Added(_)));
+    let controller = ControllerBuilder::new(&cache)
+        .named("sim-csi-attacher")
+        .with_options(ControllerOptions {
+            max_concurrent_reconciles: cfg.provisioner_workers.max(1),
+            ..Default::default()
+        })
+        .for_::<VolumeAttachment>()
+        .with_event_filter(storage::attacher::attachment_matters)
+        .watches_with::<PersistentVolume>(
+            EnqueueMapped(move |pv: &PersistentVolume| attacher.attachments_of(pv)),
+            vec![new_volumes],
+        )
+        .build(move |_ctx: Context, key: ObjectKey| {
+            let r = r.clone();
+            async move { r.reconcile(key).await }
+        });
+    mgr.add(controller)?;
+
+    let resizer = storage::resizer::Resizer::new(
+        cache.clone(),
+        mgr.kube_client().clone(),
+        mgr.event_recorder("external-resizer"),
+    );
+    let controller = ControllerBuilder::new(&cache)
+        .named("sim-csi-resizer")
+        .for_::<PersistentVolumeClaim>()
+        .with_event_filter(|ch: &Change<PersistentVolumeClaim>| match ch {
+            Change::Added(c) | Change::Updated { new: c, .. } => storage::resizer::wants_resize(c),
+            Change::Deleted(_) => false,
+        })
+        .build(move |_ctx: Context, key: ObjectKey| {
+            let r = resizer.clone();
+            async move { r.reconcile(key).await }
         });
     mgr.add(controller)?;
     Ok(p)

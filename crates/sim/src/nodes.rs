@@ -479,7 +479,12 @@ impl NodeManager {
         let since_beat = last_beat.map(|t| now.as_nanosecond() - t.as_nanosecond());
         let report_due = since_beat.is_none_or(|age| age >= freq.as_nanos() as i128);
         let status_in = if report_due || Self::status_differs(&desired, &current) {
-            let patch = json!({"status": desired});
+            // the attach/detach controller's and the kubelet volume manager's fields
+            // are theirs: a stale copy must not overwrite them
+            let mut body = desired.clone();
+            body.volumes_attached = None;
+            body.volumes_in_use = None;
+            let patch = json!({"status": body});
             self.nodes
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;

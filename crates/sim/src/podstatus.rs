@@ -36,6 +36,9 @@ pub struct Env {
     pub backoff_base: Duration,
     /// Longest crash-loop back-off (upstream 300 s).
     pub backoff_max: Duration,
+    /// Whether the pod's volumes are attached and mounted: until they are, its
+    /// containers are not created (`ContainerCreating`).
+    pub volumes_ready: bool,
 }
 
 /// The next status to write (if it changed) and when to look again.
@@ -323,9 +326,10 @@ pub fn step(pod: &Pod, b: &Behaviour, env: &Env) -> Step {
     let start = old.start_time.as_ref().map_or(ctx.stamp.0, |t| t.0);
     let started = old.start_time.is_some() && phase != "Pending";
     let waiting_to_start = !started
-        && remaining(start, b.start_after, env.now)
+        && (remaining(start, b.start_after, env.now)
             .inspect(|left| ctx.wake_in(*left))
-            .is_some();
+            .is_some()
+            || !env.volumes_ready);
     let old_cs = old.container_statuses.clone().unwrap_or_default();
     let find = |list: &[ContainerStatus], name: &str| list.iter().find(|c| c.name == name).cloned();
 

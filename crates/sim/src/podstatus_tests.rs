@@ -34,6 +34,7 @@ fn env(now: Timestamp) -> Env {
         pod_ip: Some("10.244.0.5".into()),
         backoff_base: Duration::from_secs(10),
         backoff_max: Duration::from_secs(300),
+        volumes_ready: true,
     }
 }
 

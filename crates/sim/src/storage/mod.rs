@@ -14,10 +14,15 @@
 //! * a CSINode per managed node listing the driver (node ID = node name, topology key
 //!   `kubernetes.io/hostname`), owned by its Node as a kubelet's.
 //!
-//! The CSI roles (see [`provisioner`]) act only on objects that name [`DRIVER`], so
-//! other provisioners and attachers (real ones, or tests' own) are left alone.
+//! The CSI roles — [`provisioner`], [`attacher`], [`resizer`] — act only on objects
+//! that name [`DRIVER`], so other provisioners and attachers (real ones, or tests'
+//! own) are left alone. The kubelet's side (waiting for bound and attached volumes,
+//! `volumesInUse`, file system expansion) is in [`crate::kubelet`], the scheduler's
+//! (`WaitForFirstConsumer`, volume node affinity) in [`crate::volumebinding`].
 
+pub mod attacher;
 pub mod provisioner;
+pub mod resizer;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -595,3 +595,218 @@ async fn unbound_immediate_claims_and_volume_affinity_conflicts_keep_pods_pendin
     assert_eq!(e.type_.as_deref(), Some("Warning"));
     sim.stop().await;
 }
+
+fn waiting_reason(p: &Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .reason
+        .clone()
+}
+
+fn node_status_list(n: &Node, attached: bool) -> Vec<String> {
+    let s = n.status.clone().unwrap_or_default();
+    if attached {
+        s.volumes_attached
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| a.name)
+            .collect()
+    } else {
+        s.volumes_in_use.unwrap_or_default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_mounts_bound_attached_volumes_and_expands_them() {
+    use k8s_openapi::api::storage::v1::VolumeAttachment;
+    let sim = start_with_binder(SimConfig { nodes: 1, ..fast() }).await;
+    let client = sim.env.client.clone();
+    wait_ready_nodes(&client, 1).await;
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    eventually("class standard", || async {
+        classes.get_opt("standard").await.ok().flatten()
+    })
+    .await;
+    let now: StorageClass = serde_json::from_value(json!({
+        "metadata": {"name": "now"},
+        "provisioner": DRIVER,
+        "volumeBindingMode": "Immediate",
+        "allowVolumeExpansion": true,
+    }))
+    .expect("class");
+    classes
+        .create(&PostParams::default(), &now)
+        .await
+        .expect("class");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let vas: Api<VolumeAttachment> = Api::all(client.clone());
+
+    // bound to the node before its claim exists: no sandbox, ContainerCreating
+    let mut p = pod_with_claims("app", &["data"]);
+    p.spec.as_mut().expect("spec").node_name = Some("sim-node-0".into());
+    pods.create(&PostParams::default(), &p).await.expect("pod");
+    let p = wait_pod(&pods, "app", "ContainerCreating", |p| {
+        waiting_reason(p).as_deref() == Some("ContainerCreating")
+    })
+    .await;
+    assert_eq!(phase(&p), "Pending");
+    assert!(p.status.as_ref().and_then(|s| s.pod_ip.as_ref()).is_none());
+
+    // the claim is provisioned and bound; the volume is in use on the node but not
+    // attached yet, so the pod still waits
+    claims
+        .create(&PostParams::default(), &claim("data", "now", json!({})))
+        .await
+        .expect("claim");
+    let c = eventually("claim bound", || async {
+        claims
+            .get("data")
+            .await
+            .ok()
+            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+    })
+    .await;
+    let pv_name = c
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.clone())
+        .expect("pv");
+    let pv = pvs.get(&pv_name).await.expect("pv");
+    let handle = pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.csi.as_ref())
+        .expect("csi")
+        .volume_handle
+        .clone();
+    let unique = format!("kubernetes.io/csi/{DRIVER}^{handle}");
+    eventually("volume in use", || async {
+        let n = nodes.get("sim-node-0").await.ok()?;
+        (node_status_list(&n, false) == vec![unique.clone()]).then_some(())
+    })
+    .await;
+    let p = pods.get("app").await.expect("pod");
+    assert_eq!(waiting_reason(&p).as_deref(), Some("ContainerCreating"));
+
+    // what the attach/detach controller does: a VolumeAttachment, which the attacher
+    // attaches, then the node's volumesAttached
+    let va: VolumeAttachment = serde_json::from_value(json!({
+        "metadata": {"name": "csi-test"},
+        "spec": {"attacher": DRIVER, "nodeName": "sim-node-0",
+            "source": {"persistentVolumeName": pv_name}},
+    }))
+    .expect("va");
+    vas.create(&PostParams::default(), &va).await.expect("va");
+    let va = eventually("attached", || async {
+        vas.get("csi-test")
+            .await
+            .ok()
+            .filter(|v| v.status.as_ref().is_some_and(|s| s.attached))
+    })
+    .await;
+    assert!(va
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == "external-attacher/csi-sim-coxswain-dev"));
+    nodes
+        .patch_status(
+            "sim-node-0",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"volumesAttached": [
+                {"name": unique, "devicePath": ""}]}})),
+        )
+        .await
+        .expect("attach");
+    wait_pod(&pods, "app", "running", |p| phase(p) == "Running").await;
+    let n = nodes.get("sim-node-0").await.expect("node");
+    assert_eq!(
+        node_status_list(&n, true),
+        vec![unique.clone()],
+        "kept by heartbeats"
+    );
+
+    // expansion: what the expander hands over, then the resizer and the kubelet
+    claims
+        .patch(
+            "data",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({
+                "metadata": {"annotations": {"volume.kubernetes.io/storage-resizer": DRIVER}},
+                "spec": {"resources": {"requests": {"storage": "3Gi"}}},
+            })),
+        )
+        .await
+        .expect("resize");
+    let c = eventually("capacity grown", || async {
+        claims.get("data").await.ok().filter(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.capacity.as_ref())
+                .is_some_and(|m| m["storage"].0 == "3Gi")
+        })
+    })
+    .await;
+    let s = c.status.clone().expect("status");
+    assert!(s.conditions.unwrap_or_default().is_empty());
+    assert!(s.allocated_resource_statuses.unwrap_or_default().is_empty());
+    assert_eq!(
+        s.allocated_resources.expect("allocated")["storage"].0,
+        "3Gi"
+    );
+    let pv = pvs.get(&pv_name).await.expect("pv");
+    assert_eq!(
+        pv.spec.expect("spec").capacity.expect("cap")["storage"].0,
+        "3Gi"
+    );
+    for reason in [
+        "Resizing",
+        "FileSystemResizeRequired",
+        "FileSystemResizeSuccessful",
+    ] {
+        eventually(reason, || async {
+            events_for(&client, "data", reason).await.into_iter().next()
+        })
+        .await;
+    }
+    let e = events_for(&client, "data", "FileSystemResizeSuccessful").await;
+    assert_eq!(
+        e[0].note.as_deref(),
+        Some(
+            format!("MountVolume.NodeExpandVolume succeeded for volume \"{pv_name}\" sim-node-0")
+                .as_str()
+        )
+    );
+
+    // the pod goes: the volume is no longer in use; the attachment can go
+    pods.delete("app", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("volume no longer in use", || async {
+        let n = nodes.get("sim-node-0").await.ok()?;
+        node_status_list(&n, false).is_empty().then_some(())
+    })
+    .await;
+    vas.delete("csi-test", &DeleteParams::default())
+        .await
+        .expect("delete va");
+    eventually("attachment gone", || async {
+        vas.get_opt("csi-test")
+            .await
+            .ok()
+            .and_then(|v| v.is_none().then_some(()))
+    })
+    .await;
+    sim.stop().await;
+}
