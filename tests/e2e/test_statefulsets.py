@@ -185,7 +185,9 @@ def test_ordered_rollout_partition_undo_history_and_scale_down(kc, sns):
 def test_unbound_claims_keep_pods_pending_with_the_scheduler_message(kc, sns):
     s = statefulset("db", 2, volumeClaimTemplates=[{
         "metadata": {"name": "data"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        # an explicitly empty class: neither the default class nor a provisioner applies
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
     }])
     kc("apply", "-n", sns, "-f", "-", input=to_yaml([s]))
 

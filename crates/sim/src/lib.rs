@@ -44,8 +44,13 @@
 //!   `csi.sim.coxswain.dev` and a CSINode per managed node, created when absent; a
 //!   simulated CSI external-provisioner that creates a PersistentVolume (`pvc-<uid>`,
 //!   node affinity to the chosen node) for each claim the PV binder hands to the
-//!   driver, and deletes released ones. Turn it off ([`SimConfig::storage`]) where
-//!   real storage serves the cluster.
+//!   driver, and deletes released ones; an external-attacher that marks the driver's
+//!   VolumeAttachments attached; an external-resizer that grows volumes, whose file
+//!   systems the kubelet then grows. The scheduler places pods with
+//!   `WaitForFirstConsumer` claims and honours bound volumes' node affinity
+//!   ([`volumebinding`]); the kubelet starts a pod's containers only once its claims
+//!   are bound and its volumes attached, and reports `volumesInUse`. Turn the driver
+//!   off ([`SimConfig::storage`]) where real storage serves the cluster.
 //!
 //! # Per-pod behaviour
 //!
