@@ -11,6 +11,7 @@
 //!   `util/validation` rules;
 //! - [`selector`]: label and field selectors, parsed and matched;
 //! - [`quantity`]: resource quantities;
+//! - [`quota`]: resource quota evaluators (what objects use, which quotas match);
 //! - [`cron`]: cron schedules as robfig/cron v3 parses and runs them (CronJobs);
 //! - [`tz`]: Go's time zones (`time.LoadLocation`, `time.Date`);
 //! - [`duration`]: Go durations and `kubectl`'s human durations;
@@ -28,6 +29,7 @@ pub mod gofmt;
 pub mod mergepatch;
 pub mod names;
 pub mod quantity;
+pub mod quota;
 pub mod selector;
 pub mod status;
 pub mod taints;

@@ -48,6 +48,51 @@ impl std::ops::Add for Quantity {
     }
 }
 
+impl std::ops::Sub for Quantity {
+    type Output = Quantity;
+
+    /// The difference, in the format of the first operand (of the second when the
+    /// first is zero), as upstream `Quantity.Sub`.
+    fn sub(self, other: Quantity) -> Quantity {
+        Quantity {
+            nanos: self.nanos - other.nanos,
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
+}
+
+impl Quantity {
+    /// A whole number of units in `format` (`resource.NewQuantity`).
+    pub fn from_value(value: i64, format: Format) -> Quantity {
+        Quantity {
+            nanos: i128::from(value) * NANO,
+            format,
+        }
+    }
+
+    /// A zero quantity (`resource.Quantity{Format: DecimalSI}`, printed `0`).
+    pub fn zero() -> Quantity {
+        Quantity {
+            nanos: 0,
+            format: Format::DecimalSi,
+        }
+    }
+
+    /// Compare the values, ignoring the formats (`Quantity.Cmp`).
+    pub fn cmp_value(&self, other: &Quantity) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+
+    /// Whether the quantity is below zero.
+    pub fn is_negative(&self) -> bool {
+        self.nanos < 0
+    }
+}
+
 impl Quantity {
     /// Round away from zero to a multiple of 10^-3.
     pub fn round_up_milli(self) -> Quantity {
