@@ -281,6 +281,19 @@ impl Api {
         rest::validate_object(def, &obj, None)?;
         rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
         let ns = target.namespace.clone();
+        // --- ResourceQuota admission (upstream's last validating plugin): check the
+        // object against its namespace's quotas and charge their status.used (a
+        // resourceVersion-checked write) before the object is stored; dry-run charges
+        // nothing. Upstream: plugin/pkg/admission/resourcequota.
+        crate::registry::core::resourcequota::admission::admit(
+            &self.store,
+            def,
+            ns.as_deref(),
+            &obj,
+            opts.dry_run,
+        )
+        .await?;
+        // --- end ResourceQuota admission
         let resource = def.storage_key();
         let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
             .field_selectors
@@ -395,6 +408,9 @@ impl Api {
         let sub = target.subresource;
         let manager = opts.field_manager.clone().unwrap_or_default();
         let applied = opts.applied;
+        // ResourceQuota admission of the update: what it charges, once stored
+        let mut quota_charges = Vec::new();
+        let quota_table = crate::registry::core::resourcequota::admission::quota_table();
         let outcome = self
             .store
             .write(
@@ -445,6 +461,18 @@ impl Api {
                     if sub.is_none() {
                         def.strategy.allocate_update(view, &old, &mut new)?;
                     }
+                    // --- ResourceQuota admission (last validating plugin): an update
+                    // that uses more (a claim's resize, a service's new type) is checked
+                    // against the quotas as stored; 403 when it exceeds one.
+                    quota_charges = crate::registry::core::resourcequota::admission::admit_update(
+                        def,
+                        view.table(&quota_table),
+                        target.namespace.as_deref(),
+                        sub.map(Subresource::name),
+                        &new,
+                        &old,
+                    )?;
+                    // --- end ResourceQuota admission
                     // what storage keeps, before asking whether anything changed (upstream
                     // compares the encoded bytes)
                     rest::go_roundtrip(def, &mut new, rest::Mode::Storage);
@@ -478,6 +506,11 @@ impl Api {
                 },
             )
             .await?;
+        // ResourceQuota admission: charge what the stored update added
+        if !opts.dry_run && outcome.event.is_some() && !quota_charges.is_empty() {
+            crate::registry::core::resourcequota::admission::charge(&self.store, quota_charges)
+                .await?;
+        }
         Ok(outcome.object)
     }
 

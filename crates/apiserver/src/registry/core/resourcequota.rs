@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+pub(crate) mod admission;
+
 use crate::registry::catalog::{Kind, Phase, ResourceDef, Strategy, Subresource};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
