@@ -226,6 +226,13 @@ pub struct Args {
     /// Pause between starting controllers (jittered).
     #[arg(long, default_value = "0s", value_parser = go_duration)]
     controller_start_interval: Duration,
+    /// The number of resource quotas that are allowed to sync concurrently. Larger
+    /// number = more responsive quota management, but more CPU (and network) load.
+    #[arg(long, default_value_t = 5)]
+    concurrent_resource_quota_syncs: usize,
+    /// The period for syncing quota usage status in the system.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    resource_quota_sync_period: Duration,
     /// Address the health and metrics server listens on.
     #[arg(long, default_value = "0.0.0.0")]
     bind_address: IpAddr,
@@ -313,6 +320,8 @@ impl Args {
         pv.volume_host_allow_local_loopback = self.volume_host_allow_local_loopback;
         o.ephemeral_volume.concurrent_ephemeral_volume_syncs =
             self.concurrent_ephemeralvolume_syncs;
+        o.resource_quota.concurrent_resource_quota_syncs = self.concurrent_resource_quota_syncs;
+        o.resource_quota.resource_quota_sync_period = self.resource_quota_sync_period;
         o
     }
 
@@ -659,6 +668,20 @@ mod tests {
         assert_eq!(o.secondary_node_eviction_rate, 0.5);
         assert_eq!(o.large_cluster_size_threshold, 3);
         assert_eq!(o.unhealthy_zone_threshold, 0.3);
+    }
+
+    #[test]
+    fn resource_quota_flags() {
+        let o = options(&[]).resource_quota;
+        assert_eq!(o.concurrent_resource_quota_syncs, 5);
+        assert_eq!(o.resource_quota_sync_period, Duration::from_secs(300));
+        let o = options(&[
+            "--concurrent-resource-quota-syncs=2",
+            "--resource-quota-sync-period=30s",
+        ])
+        .resource_quota;
+        assert_eq!(o.concurrent_resource_quota_syncs, 2);
+        assert_eq!(o.resource_quota_sync_period, Duration::from_secs(30));
     }
 }
 

@@ -45,6 +45,7 @@ pub mod nodelifecycle;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
@@ -86,6 +87,7 @@ pub fn builtin() -> Registry {
         volume::pvprotection::descriptor(),
         volume::expand::descriptor(),
         volume::ephemeral::descriptor(),
+        resourcequota::descriptor(),
     ])
 }
 

@@ -77,6 +77,8 @@ pub struct ControllerManagerOptions {
     pub expand: crate::volume::expand::ExpandControllerOptions,
     /// `ephemeral-volume-controller`.
     pub ephemeral_volume: crate::volume::ephemeral::EphemeralVolumeControllerOptions,
+    /// `resourcequota-controller`.
+    pub resource_quota: crate::resourcequota::ResourceQuotaControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

@@ -16,6 +16,7 @@ mod nodeipam;
 mod nodelifecycle;
 mod podgc;
 mod replicaset;
+mod resourcequota;
 mod small;
 mod statefulset;
 mod tainteviction;
