@@ -94,6 +94,13 @@ impl Quantity {
 }
 
 impl Quantity {
+    /// A quantity of `nanos` units of 10^-9 in `format` (`resource.NewScaledQuantity(n, Nano)`
+    /// is `from_nanos(n, DecimalSi)`; bytes as `NewQuantity(b, BinarySI)` are
+    /// `from_nanos(b * 10^9, BinarySi)`).
+    pub fn from_nanos(nanos: i128, format: Format) -> Quantity {
+        Quantity { nanos, format }
+    }
+
     /// Round away from zero to a multiple of 10^-3.
     pub fn round_up_milli(self) -> Quantity {
         let step = 1_000_000;

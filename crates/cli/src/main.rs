@@ -48,6 +48,10 @@ struct ServerArgs {
     /// resourceVersions get 410 Gone.
     #[arg(long, default_value_t = 100_000)]
     watch_history: usize,
+    /// Serve metrics.k8s.io/v1beta1 (NodeMetrics, PodMetrics) from the usage simulated
+    /// pods report, as metrics-server would (always on with `up`).
+    #[arg(long)]
+    metrics_api: bool,
 }
 
 #[derive(Subcommand)]
@@ -171,6 +175,7 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c.tls = !args.insecure_no_tls;
     c.auth = !args.insecure_no_auth;
     c.history = args.watch_history;
+    c.metrics_api = args.metrics_api;
     c
 }
 
@@ -185,7 +190,11 @@ async fn run_server(
     let wait_for_pod_cidr = controllers
         .as_ref()
         .is_some_and(controller_manager::Args::allocates_node_cidrs);
-    let running = coxswain_apiserver::server::start(config(&args))
+    let mut server_config = config(&args);
+    // `up` is a whole cluster: its simulated pods' usage is served as metrics-server
+    // would serve it (k3s bundles metrics-server), so `kubectl top` and the HPA work
+    server_config.metrics_api |= with_controllers;
+    let running = coxswain_apiserver::server::start(server_config)
         .await
         .with_context(|| format!("starting the API server on {}", args.bind))?;
     let kubeconfig =

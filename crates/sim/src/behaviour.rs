@@ -40,6 +40,15 @@ pub const LOG: &str = "sim.coxswain.dev/log";
 pub const LOG_CONTAINER_PREFIX: &str = "sim.coxswain.dev/log.";
 /// A duration: containers write one log line per interval while they run.
 pub const LOG_INTERVAL: &str = "sim.coxswain.dev/log-interval";
+/// The pod's cpu usage, shared by its containers (a quantity or a load curve; served
+/// by the embedded API server as `metrics.k8s.io`, which also checks the value).
+pub const CPU_USAGE: &str = "sim.coxswain.dev/cpu-usage";
+/// Prefix of `sim.coxswain.dev/cpu-usage.<container>`: one container's cpu usage.
+pub const CPU_USAGE_CONTAINER_PREFIX: &str = "sim.coxswain.dev/cpu-usage.";
+/// The pod's memory usage, shared by its containers (as [`CPU_USAGE`]).
+pub const MEMORY_USAGE: &str = "sim.coxswain.dev/memory-usage";
+/// Prefix of `sim.coxswain.dev/memory-usage.<container>`: one container's memory usage.
+pub const MEMORY_USAGE_CONTAINER_PREFIX: &str = "sim.coxswain.dev/memory-usage.";
 
 /// How a container exits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,8 +206,15 @@ pub fn behaviour_of(pod: &Pod, defaults: Defaults) -> (Behaviour, Vec<String>) {
             IGNORE_SIGTERM,
             LOG,
             LOG_INTERVAL,
+            CPU_USAGE,
+            MEMORY_USAGE,
         ];
-        if !known.contains(&key.as_str()) && !key.starts_with(LOG_CONTAINER_PREFIX) {
+        let per_container = [
+            LOG_CONTAINER_PREFIX,
+            CPU_USAGE_CONTAINER_PREFIX,
+            MEMORY_USAGE_CONTAINER_PREFIX,
+        ];
+        if !known.contains(&key.as_str()) && !per_container.iter().any(|p| key.starts_with(p)) {
             problems.push(format!(
                 "annotation {key} is not known to the simulator; ignored"
             ));
@@ -341,6 +357,20 @@ mod tests {
             assert_eq!(p.len(), 1, "{bad}: {p:?}");
             assert!(p[0].contains(LOG_INTERVAL), "{p:?}");
         }
+    }
+
+    #[test]
+    fn usage_annotations_are_known() {
+        let (_, p) = behaviour_of(
+            &pod(&[
+                (CPU_USAGE, "250m"),
+                (MEMORY_USAGE, "64Mi,1m=128Mi"),
+                ("sim.coxswain.dev/cpu-usage.app", "1"),
+                ("sim.coxswain.dev/memory-usage.app", "1Gi"),
+            ]),
+            D,
+        );
+        assert!(p.is_empty(), "{p:?}");
     }
 
     #[test]

@@ -71,6 +71,10 @@
 //! | `sim.coxswain.dev/log` | text | the lines every container writes once it starts (`kubectl logs`) |
 //! | `sim.coxswain.dev/log.<container>` | text | the lines container `<container>` writes (preferred over `log`) |
 //! | `sim.coxswain.dev/log-interval` | duration | containers write one line per interval while they run: the annotated lines in turn, or `line 1`, `line 2`, ... |
+//! | `sim.coxswain.dev/cpu-usage` | quantity or load curve | the pod's cpu usage in `kubectl top` and `metrics.k8s.io`, shared evenly by containers without their own (see *Resource usage*) |
+//! | `sim.coxswain.dev/cpu-usage.<container>` | quantity or load curve | container `<container>`'s cpu usage (preferred over `cpu-usage`) |
+//! | `sim.coxswain.dev/memory-usage` | quantity or load curve | the pod's memory usage, as `cpu-usage` |
+//! | `sim.coxswain.dev/memory-usage.<container>` | quantity or load curve | container `<container>`'s memory usage |
 //! | `sim.coxswain.dev/ignore-sigterm` | `"true"` | containers ignore SIGTERM: a deleted pod stays `Terminating` for its whole grace period, then its containers are killed (exit code 137, reason `Error`, phase `Failed`) |
 //!
 //! What follows an exit is the kubelet's rule, by `restartPolicy`: under `Never` the
@@ -96,6 +100,22 @@
 //! container stops or the pod is deleted. A container without these annotations writes
 //! nothing. `pods/exec`, `pods/attach` and `pods/portforward` fail with a `Status` that
 //! says the node is simulated: there is no process to run a command in.
+//!
+//! # Resource usage
+//!
+//! No process runs either, so the usage annotations say what containers use; the
+//! embedded API server serves it as metrics-server would (`metrics.k8s.io/v1beta1`
+//! NodeMetrics and PodMetrics, what `kubectl top` and the HPA read; on with
+//! `coxswain up`). A value is a quantity (`400m` cpu, `128Mi` memory) or a load curve
+//! over the time since the container started: `100m,2m=800m,10m=200m` is 100m from the
+//! start, 800m from two minutes, 200m from ten (Go durations, increasing; only the
+//! first step may omit its duration; before a first step that names one, the default
+//! applies). `kubectl annotate pod web sim.coxswain.dev/cpu-usage=900m --overwrite`
+//! changes the usage at once. Without annotations a container uses 1m cpu and 8Mi
+//! memory; a node uses the sum of its Running pods plus 100m and 512Mi for its system
+//! daemons. Only Running pods on Ready nodes report usage. A value that does not parse
+//! is ignored (the default applies) and the metrics answer carries a `Warning` saying
+//! why.
 //!
 //! # Running it
 //!

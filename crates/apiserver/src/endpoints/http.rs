@@ -10,8 +10,8 @@ use axum::response::Response;
 use axum::Router;
 use http_body_util::BodyExt;
 
-use crate::endpoints::discovery;
 use crate::endpoints::request::{route_in, Query, Route};
+use crate::endpoints::{discovery, metrics};
 use crate::endpoints::{error_response, Api, Reply, MAX_BODY};
 use apimachinery::status::ApiError;
 
@@ -23,6 +23,8 @@ pub struct HttpState {
     pub token: Option<String>,
     /// `host:port` clients use (for `/api`).
     pub server_address: String,
+    /// Serve `metrics.k8s.io/v1beta1` ([`crate::endpoints::metrics`]).
+    pub metrics_api: bool,
 }
 
 /// The router serving everything.
@@ -116,6 +118,12 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         }
         _ => {}
     }
+    if state.metrics_api && metrics::is_metrics_path(&path) {
+        return match metrics::serve(&state.api.store, &parts.method, &path, &query, &accept) {
+            Ok(reply) => reply.into_response(),
+            Err(e) => error_response(&e),
+        };
+    }
     let catalog = state.api.catalog();
     let target = match route_in(&catalog, &path) {
         Ok(Route::CoreVersions) => {
@@ -127,10 +135,24 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         }
         Ok(Route::Groups) => {
             return if discovery::wants_aggregated(&accept) {
-                aggregated(discovery::aggregated(&catalog, false))
+                let mut list = discovery::aggregated(&catalog, false);
+                if state.metrics_api {
+                    if let Some(items) = list["items"].as_array_mut() {
+                        items.push(metrics::aggregated_group());
+                    }
+                }
+                aggregated(list)
             } else {
-                json(&discovery::group_list(&catalog))
-            }
+                let mut list = discovery::group_list(&catalog);
+                if state.metrics_api {
+                    // metrics-server's APIService has groupPriorityMinimum 100: after
+                    // every built-in group
+                    if let Some(groups) = list["groups"].as_array_mut() {
+                        groups.push(metrics::group_entry());
+                    }
+                }
+                json(&list)
+            };
         }
         Ok(Route::Group(g)) => {
             return match discovery::group(&catalog, &g) {

@@ -14,6 +14,7 @@ mod eviction;
 pub mod filter;
 pub mod http;
 pub mod managed;
+pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
 mod podlog;

@@ -32,6 +32,7 @@ pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod events;
+pub mod metrics;
 pub mod networking;
 pub mod policy;
 pub mod rbac;

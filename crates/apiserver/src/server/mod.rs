@@ -42,6 +42,10 @@ pub struct Config {
     pub history: usize,
     /// Idle interval between BOOKMARK events.
     pub bookmark_interval: Duration,
+    /// Serve `metrics.k8s.io/v1beta1` NodeMetrics and PodMetrics from the usage simulated
+    /// pods report (`crate::registry::metrics`), as metrics-server would. Off by
+    /// default: a bare kube-apiserver does not serve the group.
+    pub metrics_api: bool,
 }
 
 impl Config {
@@ -55,6 +59,7 @@ impl Config {
             auth: true,
             history: 100_000,
             bookmark_interval: Duration::from_secs(10),
+            metrics_api: false,
         }
     }
 }
@@ -283,6 +288,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         api,
         token: token.clone(),
         server_address: format!("{host}:{}", addr.port()),
+        metrics_api: config.metrics_api,
     });
     let app = router(state);
     let shutdown = CancellationToken::new();

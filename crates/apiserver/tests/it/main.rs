@@ -8,6 +8,7 @@ mod eviction;
 mod generation;
 mod kube_rs;
 mod layers;
+mod metrics;
 mod podlog;
 mod protobuf;
 mod reference;

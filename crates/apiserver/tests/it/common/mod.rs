@@ -126,6 +126,11 @@ impl Server {
 
 /// Start a [`Server`] on a free loopback port.
 pub fn start() -> Server {
+    start_with(|_| {})
+}
+
+/// [`start`] after `adjust` changed the configuration.
+pub fn start_with(adjust: impl FnOnce(&mut coxswain_apiserver::server::Config)) -> Server {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -137,6 +142,7 @@ pub fn start() -> Server {
     cfg.persist = false;
     cfg.tls = false;
     cfg.auth = false;
+    adjust(&mut cfg);
     let running = rt
         .block_on(coxswain_apiserver::server::start(cfg))
         .expect("start");
