@@ -12,6 +12,7 @@ use super::{Api, Reply};
 use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
 use crate::registry::catalog::Phase;
 use crate::registry::catalog::{ResourceDef, Subresource};
+use crate::registry::core::limitrange::admission as limitranger;
 use crate::registry::rest;
 use crate::storage::store::{object_key, StoredObject, View, WriteAction};
 use apimachinery::status::{ApiError, ApiResult};
@@ -272,6 +273,18 @@ impl Api {
             let manager = opts.field_manager.clone().unwrap_or_default();
             super::managed::record_update(def, None, &manager, None, &mut obj);
         }
+        // --- LimitRanger admission, mutation (upstream plugin/pkg/admission/limitranger):
+        // the namespace's LimitRanges default a Pod's container requests and limits
+        // before the create strategy and validation see it
+        let limited =
+            limitranger::handles(def.group, def.plural, target.subresource.is_some(), false);
+        let limit_ranges = if limited {
+            self.limit_ranges(target.namespace.as_deref())
+        } else {
+            Vec::new()
+        };
+        limitranger::mutate(&limit_ranges, def.plural, &mut obj);
+        // --- end LimitRanger mutation
         rest::prepare_create(def, &mut obj);
         rest::default_object(def, &mut obj, Phase::Create);
         // --- storage admission (create): StorageObjectInUseProtection and
@@ -279,6 +292,20 @@ impl Api {
         self.admit_storage_create(def, &mut obj);
         // --- end storage admission ---
         rest::validate_object(def, &obj, None)?;
+        // --- LimitRanger admission, validation: min, max and maxLimitRequestRatio of
+        // Pods and PersistentVolumeClaims; the first violated LimitRange answers 403
+        if let Err(reason) = limitranger::validate(&limit_ranges, def.plural, &obj) {
+            let mut named = obj.clone();
+            if given_name.is_empty() {
+                if let Some(m) = rest::meta_mut(&mut named) {
+                    m.remove("name");
+                }
+            }
+            return Err(limitranger::forbidden(
+                def.group, def.plural, &named, &reason,
+            ));
+        }
+        // --- end LimitRanger validation
         rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
         let ns = target.namespace.clone();
         // --- ResourceQuota admission (upstream's last validating plugin): check the
@@ -335,6 +362,15 @@ impl Api {
                 Ok(o) => return created_reply(def, StatusCode::CREATED, &o.object, warnings),
             }
         }
+    }
+
+    /// The LimitRanges stored in `namespace` (LimitRanger admission).
+    fn limit_ranges(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
+        let Some(ns) = namespace else {
+            return Vec::new();
+        };
+        let table = self.store.snapshot(&limitranger_storage_key()).table;
+        limitranger::in_namespace(Some(&table), ns)
     }
 
     pub(super) async fn update(
@@ -449,6 +485,20 @@ impl Api {
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
                     }
+                    // --- LimitRanger admission, validation on update (PersistentVolumeClaims;
+                    // a Pod's containers are immutable): objects being deleted are exempt
+                    if limitranger::handles(def.group, def.plural, sub.is_some(), true)
+                        && old.pointer("/metadata/deletionTimestamp").is_none()
+                    {
+                        let ranges = limitranger::in_namespace(
+                            view.table(&limitranger_storage_key()),
+                            rest::meta_str(&new, "namespace").unwrap_or(""),
+                        );
+                        limitranger::validate(&ranges, def.plural, &new).map_err(|reason| {
+                            limitranger::forbidden(def.group, def.plural, &new, &reason)
+                        })?;
+                    }
+                    // --- end LimitRanger validation on update
                     // --- storage admission (update): PersistentVolumeClaimResize, a
                     // validating plugin that reads the claim's StorageClass ---
                     if sub.is_none() && def.group.is_empty() && def.plural == PVCS {
@@ -736,4 +786,12 @@ fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
         c
     };
     strip(a) == strip(b)
+}
+
+/// Where LimitRanges are stored.
+fn limitranger_storage_key() -> String {
+    crate::registry::catalog::Catalog::builtin()
+        .lookup("", "v1", "limitranges")
+        .map(|d| d.storage_key())
+        .unwrap_or_else(|| "limitranges".into())
 }

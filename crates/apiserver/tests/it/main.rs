@@ -8,6 +8,7 @@ mod eviction;
 mod generation;
 mod kube_rs;
 mod layers;
+mod limitranger;
 mod metrics;
 mod podlog;
 mod protobuf;

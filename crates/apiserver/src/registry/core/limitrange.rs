@@ -83,3 +83,5 @@ pub(crate) mod defaults {
         }
     }
 }
+
+pub mod admission;
