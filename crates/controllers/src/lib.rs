@@ -42,6 +42,7 @@ pub mod job;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
+pub mod podautoscaler;
 pub mod podgc;
 pub mod registry;
 pub mod replicaset;
