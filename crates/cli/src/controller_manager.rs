@@ -172,6 +172,28 @@ pub struct Args {
     /// to be treated as unhealthy.
     #[arg(long, default_value_t = 0.55)]
     unhealthy_zone_threshold: f32,
+    /// The period for syncing the number of pods in horizontal pod autoscaler.
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    horizontal_pod_autoscaler_sync_period: Duration,
+    /// The minimum change (from 1.0) in the desired-to-actual metrics ratio for the
+    /// horizontal pod autoscaler to consider scaling.
+    #[arg(long, default_value_t = 0.1)]
+    horizontal_pod_autoscaler_tolerance: f64,
+    /// The period for which autoscaler will look backwards and not scale down below any
+    /// recommendation it made during that period.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// The period after pod start when CPU samples might be skipped.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+    /// The period after pod start during which readiness changes will be treated as
+    /// initial readiness.
+    #[arg(long, default_value = "30s", value_parser = go_duration)]
+    horizontal_pod_autoscaler_initial_readiness_delay: Duration,
+    /// The number of horizontal pod autoscaler objects that are allowed to sync
+    /// concurrently.
+    #[arg(long, default_value_t = 5)]
+    concurrent_horizontal_pod_autoscaler_syncs: usize,
     /// Queries per second to the API server (0: unlimited).
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f32,
@@ -322,6 +344,13 @@ impl Args {
             self.concurrent_ephemeralvolume_syncs;
         o.resource_quota.concurrent_resource_quota_syncs = self.concurrent_resource_quota_syncs;
         o.resource_quota.resource_quota_sync_period = self.resource_quota_sync_period;
+        o.hpa.sync_period = self.horizontal_pod_autoscaler_sync_period;
+        o.hpa.tolerance = self.horizontal_pod_autoscaler_tolerance;
+        o.hpa.downscale_stabilization_window =
+            self.horizontal_pod_autoscaler_downscale_stabilization;
+        o.hpa.cpu_initialization_period = self.horizontal_pod_autoscaler_cpu_initialization_period;
+        o.hpa.initial_readiness_delay = self.horizontal_pod_autoscaler_initial_readiness_delay;
+        o.hpa.concurrent_syncs = self.concurrent_horizontal_pod_autoscaler_syncs;
         o
     }
 
@@ -682,6 +711,32 @@ mod tests {
         .resource_quota;
         assert_eq!(o.concurrent_resource_quota_syncs, 2);
         assert_eq!(o.resource_quota_sync_period, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn horizontal_pod_autoscaler_flags() {
+        let o = options(&[]).hpa;
+        assert_eq!(o.sync_period, Duration::from_secs(15));
+        assert_eq!(o.tolerance, 0.1);
+        assert_eq!(o.downscale_stabilization_window, Duration::from_secs(300));
+        assert_eq!(o.cpu_initialization_period, Duration::from_secs(300));
+        assert_eq!(o.initial_readiness_delay, Duration::from_secs(30));
+        assert_eq!(o.concurrent_syncs, 5);
+        let o = options(&[
+            "--horizontal-pod-autoscaler-sync-period=1s",
+            "--horizontal-pod-autoscaler-tolerance=0.05",
+            "--horizontal-pod-autoscaler-downscale-stabilization=1m",
+            "--horizontal-pod-autoscaler-cpu-initialization-period=10s",
+            "--horizontal-pod-autoscaler-initial-readiness-delay=2s",
+            "--concurrent-horizontal-pod-autoscaler-syncs=2",
+        ])
+        .hpa;
+        assert_eq!(o.sync_period, Duration::from_secs(1));
+        assert_eq!(o.tolerance, 0.05);
+        assert_eq!(o.downscale_stabilization_window, Duration::from_secs(60));
+        assert_eq!(o.cpu_initialization_period, Duration::from_secs(10));
+        assert_eq!(o.initial_readiness_delay, Duration::from_secs(2));
+        assert_eq!(o.concurrent_syncs, 2);
     }
 }
 

@@ -20,7 +20,9 @@
 //! and [`nodeipam`] allocates the nodes' pod CIDRs. [`disruption`] keeps
 //! PodDisruptionBudget status for the API server's eviction subresource. [`volume`] holds
 //! the volume controllers (the PersistentVolume binder, claim and volume protection, expansion,
-//! ephemeral volumes).
+//! ephemeral volumes). [`resourcequota`] keeps ResourceQuota usage;
+//! [`podautoscaler`] is the HorizontalPodAutoscaler controller (metrics APIs, replica
+//! calculator, behaviors, `/scale` of any scalable kind).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -89,6 +91,7 @@ pub fn builtin() -> Registry {
         volume::expand::descriptor(),
         volume::ephemeral::descriptor(),
         resourcequota::descriptor(),
+        podautoscaler::descriptor(),
     ])
 }
 
@@ -174,5 +177,24 @@ mod tests {
         let flags = vec!["ttl".to_string(), "nodeipam".to_string()];
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert_eq!(names, ["ttl-controller", "node-ipam-controller"]);
+    }
+
+    #[test]
+    fn hpa_controller_is_on_by_default_under_upstream_names() {
+        let r = super::builtin();
+        let all: Vec<&str> = r
+            .select(&["*".to_string()])
+            .unwrap()
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        assert!(all.contains(&"horizontal-pod-autoscaler-controller"));
+        let names: Vec<&str> = r
+            .select(&["horizontalpodautoscaling".to_string()])
+            .unwrap()
+            .iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["horizontal-pod-autoscaler-controller"]);
     }
 }

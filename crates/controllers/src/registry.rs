@@ -79,6 +79,8 @@ pub struct ControllerManagerOptions {
     pub ephemeral_volume: crate::volume::ephemeral::EphemeralVolumeControllerOptions,
     /// `resourcequota-controller`.
     pub resource_quota: crate::resourcequota::ResourceQuotaControllerOptions,
+    /// `horizontal-pod-autoscaler-controller`.
+    pub hpa: crate::podautoscaler::HpaControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off
