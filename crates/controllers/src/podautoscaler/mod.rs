@@ -273,7 +273,7 @@ struct Proposal {
 impl<M: MetricsClient> HpaReconciler<M> {
     fn event(&self, hpa: &HorizontalPodAutoscaler, type_: EventType, reason: &str, note: &str) {
         self.recorder
-            .event(&object_reference(hpa), None, type_, reason, "", note);
+            .event(&object_reference(hpa), None, type_, reason, reason, note);
     }
 
     fn tolerances(&self, hpa: &HorizontalPodAutoscaler) -> Tolerances {

@@ -14,6 +14,7 @@ mod job;
 mod namespace;
 mod nodeipam;
 mod nodelifecycle;
+mod podautoscaler;
 mod podgc;
 mod replicaset;
 mod resourcequota;

@@ -38,7 +38,26 @@ impl Harness {
         descriptors: &[Descriptor],
         cm_options: ControllerManagerOptions,
     ) -> Harness {
-        let env = envtest::start().await.expect("test server");
+        Self::start_serving(descriptors, cm_options, false).await
+    }
+
+    /// Start a server that also serves metrics.k8s.io (as `coxswain up`) and a manager
+    /// with the controllers of `descriptors` and these options.
+    pub async fn start_with_metrics_api(
+        descriptors: &[Descriptor],
+        cm_options: ControllerManagerOptions,
+    ) -> Harness {
+        Self::start_serving(descriptors, cm_options, true).await
+    }
+
+    async fn start_serving(
+        descriptors: &[Descriptor],
+        cm_options: ControllerManagerOptions,
+        metrics_api: bool,
+    ) -> Harness {
+        let env = envtest::start_with(|c| c.metrics_api = metrics_api)
+            .await
+            .expect("test server");
         let options = ManagerOptions {
             metrics_bind_address: "0".into(),
             ..Default::default()
