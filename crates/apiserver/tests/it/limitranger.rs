@@ -120,4 +120,30 @@ fn limit_ranges_default_and_limit_pods_and_claims() {
         e["message"],
         "persistentvolumeclaims \"large\" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2Gi"
     );
+
+    // a bound claim grown past the maximum is refused on update too
+    let mut bound = claim("bound", "1Gi");
+    bound["spec"]["volumeName"] = json!("pv-bound");
+    let (code, v) = post(&s, "/api/v1/namespaces/lr/persistentvolumeclaims", bound);
+    assert_eq!(code, 201, "{v}");
+    let (code, v) = s.json(
+        "PATCH",
+        "/api/v1/namespaces/lr/persistentvolumeclaims/bound/status",
+        "application/merge-patch+json",
+        JSON,
+        &json!({"status": {"phase": "Bound"}}),
+    );
+    assert_eq!(code, 200, "{v}");
+    let (code, e) = s.json(
+        "PATCH",
+        "/api/v1/namespaces/lr/persistentvolumeclaims/bound",
+        "application/merge-patch+json",
+        JSON,
+        &json!({"spec": {"resources": {"requests": {"storage": "3Gi"}}}}),
+    );
+    assert_eq!(code, 403, "{e}");
+    assert_eq!(
+        e["message"],
+        "persistentvolumeclaims \"bound\" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 3Gi"
+    );
 }
