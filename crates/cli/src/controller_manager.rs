@@ -272,6 +272,21 @@ pub struct Args {
     /// Larger number = faster ephemeral volume updating, but more CPU (and network) load
     #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = 5)]
     concurrent_ephemeralvolume_syncs: usize,
+    /// The reconciler sync wait time between volume attach detach. This duration must be
+    /// larger than one second, and increasing this value from the default may allow for
+    /// volumes to be mismatched with pods.
+    #[arg(long, default_value = "1m0s", value_parser = go_duration)]
+    attach_detach_reconcile_sync_period: Duration,
+    /// Disable volume attach detach reconciler sync. Disabling this may cause volumes to
+    /// be mismatched with pods. Use wisely.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    disable_attach_detach_reconcile_sync: bool,
+    /// Prevent force detaching volumes based on maximum unmount time and node status. If
+    /// this flag is set to true, the non-graceful node shutdown feature must be used to
+    /// recover from node failure. See
+    /// https://k8s.io/docs/storage/disable-force-detach-on-timeout/.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    disable_force_detach_on_timeout: bool,
 }
 
 impl Args {
@@ -351,6 +366,10 @@ impl Args {
         o.hpa.cpu_initialization_period = self.horizontal_pod_autoscaler_cpu_initialization_period;
         o.hpa.initial_readiness_delay = self.horizontal_pod_autoscaler_initial_readiness_delay;
         o.hpa.concurrent_syncs = self.concurrent_horizontal_pod_autoscaler_syncs;
+        o.attach_detach.reconciler_sync_loop_period = self.attach_detach_reconcile_sync_period;
+        o.attach_detach.disable_attach_detach_reconciler_sync =
+            self.disable_attach_detach_reconcile_sync;
+        o.attach_detach.disable_force_detach_on_timeout = self.disable_force_detach_on_timeout;
         o
     }
 
@@ -668,6 +687,25 @@ mod tests {
         assert_eq!(o.ephemeral_volume.concurrent_ephemeral_volume_syncs, 5);
         let o = options(&["--concurrent-ephemeralvolume-syncs", "2"]);
         assert_eq!(o.ephemeral_volume.concurrent_ephemeral_volume_syncs, 2);
+        let o = options(&[]).attach_detach;
+        assert_eq!(o.reconciler_sync_loop_period, Duration::from_secs(60));
+        assert!(!o.disable_attach_detach_reconciler_sync);
+        assert!(!o.disable_force_detach_on_timeout);
+        let o = options(&[
+            "--attach-detach-reconcile-sync-period=30s",
+            "--disable-attach-detach-reconcile-sync",
+            "--disable-force-detach-on-timeout=true",
+        ])
+        .attach_detach;
+        assert_eq!(o.reconciler_sync_loop_period, Duration::from_secs(30));
+        assert!(o.disable_attach_detach_reconciler_sync);
+        assert!(o.disable_force_detach_on_timeout);
+        // upstream's validation: more than a second
+        let o = options(&["--attach-detach-reconcile-sync-period=500ms"]).attach_detach;
+        assert_eq!(
+            o.validate(),
+            Err("duration time must be greater than one second as set via command line option reconcile-sync-loop-period".into())
+        );
     }
 
     #[test]

@@ -19,10 +19,10 @@
 //! `NoExecute` taints they do not tolerate, [`ttl`] sets the nodes' object TTL annotation
 //! and [`nodeipam`] allocates the nodes' pod CIDRs. [`disruption`] keeps
 //! PodDisruptionBudget status for the API server's eviction subresource. [`volume`] holds
-//! the volume controllers (the PersistentVolume binder, claim and volume protection, expansion,
-//! ephemeral volumes). [`resourcequota`] keeps ResourceQuota usage;
-//! [`podautoscaler`] is the HorizontalPodAutoscaler controller (metrics APIs, replica
-//! calculator, behaviors, `/scale` of any scalable kind).
+//! the volume controllers (the PersistentVolume binder, claim and volume protection,
+//! expansion, ephemeral volumes, attach/detach). [`resourcequota`] keeps ResourceQuota
+//! usage; [`podautoscaler`] is the HorizontalPodAutoscaler controller (metrics APIs,
+//! replica calculator, behaviors, `/scale` of any scalable kind).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -92,6 +92,7 @@ pub fn builtin() -> Registry {
         volume::ephemeral::descriptor(),
         resourcequota::descriptor(),
         podautoscaler::descriptor(),
+        volume::attachdetach::descriptor(),
     ])
 }
 
@@ -161,6 +162,7 @@ mod tests {
             "persistentvolume-protection-controller",
             "persistentvolume-expander-controller",
             "ephemeral-volume-controller",
+            "persistentvolume-attach-detach-controller",
         ] {
             assert!(all.contains(&name), "{name}");
         }
@@ -169,11 +171,12 @@ mod tests {
             "pv-protection",
             "persistentvolume-expander",
             "ephemeral-volume",
+            "attachdetach",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(r.select(&flags).unwrap().len(), 4);
+        assert_eq!(r.select(&flags).unwrap().len(), 5);
         let flags = vec!["ttl".to_string(), "nodeipam".to_string()];
         let names: Vec<&str> = r.select(&flags).unwrap().iter().map(|d| d.name).collect();
         assert_eq!(names, ["ttl-controller", "node-ipam-controller"]);

@@ -81,6 +81,8 @@ pub struct ControllerManagerOptions {
     pub resource_quota: crate::resourcequota::ResourceQuotaControllerOptions,
     /// `horizontal-pod-autoscaler-controller`.
     pub hpa: crate::podautoscaler::HpaControllerOptions,
+    /// `persistentvolume-attach-detach-controller`.
+    pub attach_detach: crate::volume::attachdetach::AttachDetachControllerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

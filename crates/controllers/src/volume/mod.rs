@@ -3,6 +3,7 @@
 //! protect claims and volumes in use, hand expansions to the resizer and create the
 //! claims of generic ephemeral volumes.
 
+pub mod attachdetach;
 pub mod common;
 pub mod ephemeral;
 pub mod expand;

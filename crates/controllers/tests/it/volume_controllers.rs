@@ -385,3 +385,147 @@ async fn expansion_is_handed_to_the_external_resizer() {
     .await;
     h.stop().await;
 }
+
+/// A pod on a controller-managed node gets its CSI volume attached through a
+/// VolumeAttachment and reported in the node's `volumesAttached`; once no pod needs it
+/// and the kubelet no longer reports it in use, it is detached.
+#[tokio::test]
+async fn csi_volumes_are_attached_to_the_nodes_of_their_pods() {
+    use coxswain_controllers::volume::attachdetach;
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::storage::v1::VolumeAttachment;
+
+    common::logs();
+    const NS: &str = "attach";
+    let h = Harness::start(&[attachdetach::descriptor()]).await;
+    h.namespace(NS).await;
+    let nodes = Api::<Node>::all(h.client());
+    create(
+        &nodes,
+        json!({"metadata": {"name": "node-1", "annotations": {
+            attachdetach::CONTROLLER_MANAGED_ANNOTATION: "true"}}}),
+    )
+    .await;
+    nodes
+        .patch_status(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})),
+        )
+        .await
+        .expect("node ready");
+    let pvcs = Api::<PersistentVolumeClaim>::namespaced(h.client(), NS);
+    let pvs = Api::<PersistentVolume>::all(h.client());
+    let pods = Api::<Pod>::namespaced(h.client(), NS);
+    let vas = Api::<VolumeAttachment>::all(h.client());
+    for name in ["one", "two"] {
+        let mut c = claim(name);
+        c["spec"]["volumeName"] = json!(format!("pv-{name}"));
+        let c = create(&pvcs, c).await;
+        let mut v = volume(&format!("pv-{name}"));
+        v["spec"]["claimRef"] = json!({"namespace": NS, "name": name, "uid": c.uid()});
+        create(&pvs, v).await;
+        pvcs.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+        )
+        .await
+        .expect("claim bound");
+    }
+    create(
+        &pods,
+        pod_with(
+            "p1",
+            Some("node-1"),
+            json!([{"name": "d", "persistentVolumeClaim": {"claimName": "one"}}]),
+        ),
+    )
+    .await;
+    let name = attachdetach::attachment_name("pv-one", "csi.example.com", "node-1");
+    let va = wait_for("the VolumeAttachment", || async {
+        vas.get(&name).await.ok()
+    })
+    .await;
+    assert_eq!(va.spec.attacher, "csi.example.com");
+    assert_eq!(va.spec.node_name, "node-1");
+    assert_eq!(
+        va.spec.source.persistent_volume_name.as_deref(),
+        Some("pv-one")
+    );
+    // the external attacher's part
+    vas.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"attached": true}})),
+    )
+    .await
+    .expect("attached");
+    let unique = "kubernetes.io/csi/csi.example.com^pv-one";
+    wait_for("the node's volumesAttached", || async {
+        let n = nodes.get("node-1").await.ok()?;
+        let attached = serde_json::to_value(n.status?.volumes_attached?).ok()?;
+        (attached == json!([{"name": unique, "devicePath": ""}])).then_some(())
+    })
+    .await;
+    let want = (
+        "Normal".to_string(),
+        "SuccessfulAttachVolume".to_string(),
+        "AttachVolume.Attach succeeded for volume \"pv-one\"".to_string(),
+    );
+    wait_for("the attach event", || async {
+        events(&h.client(), NS, "p1")
+            .await
+            .contains(&want)
+            .then_some(())
+    })
+    .await;
+
+    // the kubelet still has it mounted: the pod's deletion does not detach it yet
+    nodes
+        .patch_status(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"volumesInUse": [unique]}})),
+        )
+        .await
+        .expect("in use");
+    force_delete(&pods, "p1").await;
+    create(
+        &pods,
+        pod_with(
+            "p2",
+            Some("node-1"),
+            json!([{"name": "d", "persistentVolumeClaim": {"claimName": "two"}}]),
+        ),
+    )
+    .await;
+    let second = attachdetach::attachment_name("pv-two", "csi.example.com", "node-1");
+    wait_for("the second VolumeAttachment", || async {
+        vas.get(&second).await.ok()
+    })
+    .await;
+    assert!(
+        vas.get(&name).await.is_ok(),
+        "a mounted volume stays attached"
+    );
+    nodes
+        .patch_status(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"volumesInUse": []}})),
+        )
+        .await
+        .expect("unmounted");
+    wait_for("the detach", || async {
+        gone(&vas, &name).await.then_some(())
+    })
+    .await;
+    let n = nodes.get("node-1").await.expect("node");
+    assert!(n
+        .status
+        .and_then(|s| s.volumes_attached)
+        .unwrap_or_default()
+        .is_empty());
+    h.stop().await;
+}
