@@ -1,7 +1,8 @@
 //! The volume controllers of kube-controller-manager (upstream `pkg/controller/volume`):
 //! [`persistentvolume`] binds PersistentVolumeClaims to PersistentVolumes, the others
-//! protect claims and volumes in use, hand expansions to the resizer and create the
-//! claims of generic ephemeral volumes.
+//! protect claims and volumes in use, hand expansions to the resizer, attach CSI volumes
+//! to the nodes their pods run on and create the claims of generic ephemeral volumes.
+
 
 pub mod attachdetach;
 pub mod common;
