@@ -1,0 +1,158 @@
+//! PersistentVolume binding benchmark (not a test): 10,000 PersistentVolumeClaims of an
+//! `Immediate` StorageClass of the simulated CSI driver on the embedded API server. The
+//! PV binder (kube-controller-manager with `--controllers=persistentvolume-binder`) runs
+//! in a child process and hands every claim to the simulated external provisioner, which
+//! runs in the parent next to the server with the node simulator (10 nodes) and creates
+//! a volume pre-bound to the claim; the binder then binds the two. Prints the wall time
+//! until every claim is `Bound`, the controller manager's CPU seconds and its peak
+//! resident memory.
+//!
+//! Run: `cargo bench -p coxswain-controllers --bench volumes` (`BENCH_PVCS`,
+//! `BENCH_NODES` change the 10,000 and 10).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use coxswain_runtime::cache::Change;
+use coxswain_runtime::manager::{Manager, ManagerOptions};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::PostParams;
+use kube::Api;
+use tokio_util::sync::CancellationToken;
+
+/// The allocator of the `coxswain` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod common;
+
+const CLASS: &str = "fast";
+
+fn claim(name: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": CLASS,
+        },
+    }))
+    .expect("pvc")
+}
+
+fn bound(c: &PersistentVolumeClaim) -> bool {
+    c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+}
+
+#[tokio::main]
+async fn main() {
+    if common::run_child_if_asked().await {
+        return;
+    }
+    let n = common::env_usize("BENCH_PVCS", 10_000);
+    let nodes = common::env_usize("BENCH_NODES", 10);
+    let env = coxswain_runtime::envtest::start().await.expect("server");
+    let cancel = CancellationToken::new();
+
+    // an Immediate class of the simulated driver
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": CLASS},
+        "provisioner": coxswain_sim::storage::DRIVER,
+        "volumeBindingMode": "Immediate",
+        "reclaimPolicy": "Delete",
+    }))
+    .expect("class");
+    Api::<StorageClass>::all(env.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("storage class");
+
+    // the simulator (provisioner included), and a watch that counts the bound claims
+    let mgr = Manager::new(
+        env.kube_config().await.expect("config"),
+        ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
+    let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig {
+        nodes,
+        ..Default::default()
+    })
+    .expect("simulator");
+    sim.add_to(&mgr).expect("simulator added");
+    let done = Arc::new(AtomicUsize::new(0));
+    let (tx, mut rx) = tokio::sync::watch::channel(0usize);
+    {
+        let done = done.clone();
+        mgr.cache()
+            .informer::<PersistentVolumeClaim>()
+            .add_handler(move |c| {
+                if let Change::Updated { old, new } = c {
+                    if bound(new) && !bound(old) {
+                        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        let _ = tx.send(d);
+                    }
+                }
+            });
+    }
+    let c = cancel.clone();
+    let sim_task = tokio::spawn(async move { mgr.start(c).await });
+
+    let kubeconfig = env.server().kubeconfig.display().to_string();
+    let cm = common::ControllerManagerChild::spawn(&kubeconfig, "persistentvolume-binder");
+    common::create_namespace(&env.client).await;
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), common::NS);
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &claim(&format!("c{i:05}")))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("create claims");
+    let created = start.elapsed();
+    let finished = tokio::time::timeout(Duration::from_secs(1800), rx.wait_for(|d| *d >= n))
+        .await
+        .is_ok();
+    let took = start.elapsed();
+    let (cpu, peak_kib) = cm.stop();
+    cancel.cancel();
+    let _ = sim_task.await;
+    println!(
+        "{n} PersistentVolumeClaims of an Immediate class of the simulated CSI driver on the \
+         embedded API server, {nodes} simulated nodes, 2 cores"
+    );
+    println!(
+        "  Bound:                         {} of {n}{}",
+        done.load(Ordering::SeqCst),
+        if finished {
+            ""
+        } else {
+            " (gave up after 30 min)"
+        }
+    );
+    println!(
+        "  created in                     {:.2} s",
+        created.as_secs_f64()
+    );
+    println!(
+        "  all Bound in                   {:.2} s",
+        took.as_secs_f64()
+    );
+    println!("  controller manager CPU         {cpu:.2} s");
+    println!(
+        "  controller manager peak RSS    {:.1} MiB",
+        peak_kib / 1024.0
+    );
+}
