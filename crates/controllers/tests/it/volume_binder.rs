@@ -405,3 +405,48 @@ async fn wait_for_first_consumer_then_external_provisioning() {
     assert_eq!(volume_of(&c), "late");
     w.h.stop().await;
 }
+
+#[tokio::test]
+async fn two_binders_racing_with_stale_caches_bind_each_claim_once() {
+    // a second binder against the same server: each one's cache is stale with respect to
+    // the other's writes, so their updates conflict; the result must still be one volume
+    // per claim, each volume naming the claim that names it
+    let w = World::start().await;
+    let mgr = coxswain_runtime::manager::Manager::new(
+        w.h.env.kube_config().await.expect("config"),
+        coxswain_runtime::manager::ManagerOptions {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
+    let options = PersistentVolumeBinderControllerOptions {
+        pv_claim_binder_sync_period: Duration::from_secs(1),
+        ..Default::default()
+    };
+    mgr.add(binder::persistent_volume_binder_controller(&mgr, &options))
+        .expect("second binder");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c = cancel.clone();
+    let second = tokio::spawn(async move { mgr.start(c).await });
+    const N: usize = 8;
+    for i in 0..N {
+        w.pv(&format!("race-{i}"), "1Gi", "Retain", json!({})).await;
+    }
+    for i in 0..N {
+        w.pvc(&format!("claim-{i}"), "1Gi", json!({})).await;
+    }
+    let mut volumes = std::collections::BTreeSet::new();
+    for i in 0..N {
+        let c = w.claim_bound(&format!("claim-{i}")).await;
+        let v = volume_of(&c).to_string();
+        let pv = w.volume_phase(&v, "Bound").await;
+        let r = pv.spec.unwrap().claim_ref.unwrap();
+        assert_eq!(r.name.as_deref(), c.metadata.name.as_deref(), "{v}");
+        assert_eq!(r.uid, c.metadata.uid, "{v}");
+        assert!(volumes.insert(v.clone()), "{v} bound twice");
+    }
+    cancel.cancel();
+    let _ = second.await;
+    w.h.stop().await;
+}
