@@ -11,7 +11,7 @@
 //! `Available` volume of the claim's class, big enough, with the claim's volume mode and
 //! matching its selector wins.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use apimachinery::quantity;
@@ -335,13 +335,28 @@ pub fn is_delay_binding_provisioning(claim: &PersistentVolumeClaim) -> bool {
 }
 
 /// The binder's volume cache, indexed by access modes (upstream
-/// `persistentVolumeOrderedIndex`).
+/// `persistentVolumeOrderedIndex`) and by the claim a volume's `claimRef` names, so
+/// that matching a claim looks only at unclaimed volumes and at those naming it (the
+/// others never match), not at every bound volume.
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
     /// access-mode string → volume name → volume
     by_modes: BTreeMap<String, BTreeMap<String, Arc<PersistentVolume>>>,
+    /// access-mode string → volume name → volume, for volumes without a claimRef
+    unclaimed: BTreeMap<String, BTreeMap<String, Arc<PersistentVolume>>>,
+    /// `namespace/name` of a claimRef → the volumes naming it
+    by_claim: HashMap<String, BTreeSet<String>>,
     /// volume name → its access-mode string
     modes_of: BTreeMap<String, String>,
+}
+
+fn claim_ref_key(volume: &PersistentVolume) -> Option<String> {
+    let r = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())?;
+    Some(format!(
+        "{}/{}",
+        r.namespace.as_deref().unwrap_or_default(),
+        r.name.as_deref().unwrap_or_default()
+    ))
 }
 
 impl VolumeIndex {
@@ -355,6 +370,17 @@ impl VolumeIndex {
         let name = volume.metadata.name.clone().unwrap_or_default();
         self.remove(&name);
         let modes = access_modes_as_string(volume_modes(&volume));
+        match claim_ref_key(&volume) {
+            Some(key) => {
+                self.by_claim.entry(key).or_default().insert(name.clone());
+            }
+            None => {
+                self.unclaimed
+                    .entry(modes.clone())
+                    .or_default()
+                    .insert(name.clone(), volume.clone());
+            }
+        }
         self.by_modes
             .entry(modes.clone())
             .or_default()
@@ -365,10 +391,24 @@ impl VolumeIndex {
     /// Remove a volume by name.
     pub fn remove(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
         let modes = self.modes_of.remove(name)?;
+        if let Some(group) = self.unclaimed.get_mut(&modes) {
+            group.remove(name);
+            if group.is_empty() {
+                self.unclaimed.remove(&modes);
+            }
+        }
         let group = self.by_modes.get_mut(&modes)?;
         let old = group.remove(name);
         if group.is_empty() {
             self.by_modes.remove(&modes);
+        }
+        if let Some(key) = old.as_deref().and_then(claim_ref_key) {
+            if let Some(names) = self.by_claim.get_mut(&key) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.by_claim.remove(&key);
+                }
+            }
         }
         old
     }
@@ -428,13 +468,34 @@ impl VolumeIndex {
         delay_binding: bool,
     ) -> Result<Option<Arc<PersistentVolume>>, String> {
         let none = HashSet::new();
+        let key = format!(
+            "{}/{}",
+            claim.metadata.namespace.as_deref().unwrap_or_default(),
+            claim.metadata.name.as_deref().unwrap_or_default()
+        );
+        let naming = self.by_claim.get(&key);
+        let empty = BTreeMap::new();
         for modes in self.all_possible_matching_access_modes(claim_modes(claim)) {
-            let Some(group) = self.by_modes.get(&access_modes_as_string(&modes)) else {
+            let set = access_modes_as_string(&modes);
+            let Some(group) = self.by_modes.get(&set) else {
                 continue;
             };
+            // volumes naming other claims never match: only those naming this claim
+            // (one that fits wins at once) and the unclaimed ones are looked at
+            let pre_bound = naming
+                .into_iter()
+                .flatten()
+                .filter_map(|n| group.get(n))
+                .map(|v| &**v);
+            let unclaimed = self
+                .unclaimed
+                .get(&set)
+                .unwrap_or(&empty)
+                .values()
+                .map(|v| &**v);
             if let Some(v) = find_matching_volume(
                 claim,
-                group.values().map(|v| &**v),
+                pre_bound.chain(unclaimed),
                 None,
                 &none,
                 delay_binding,
