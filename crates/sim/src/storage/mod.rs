@@ -14,6 +14,13 @@
 //! * a CSINode per managed node listing the driver (node ID = node name, topology key
 //!   `kubernetes.io/hostname`), owned by its Node as a kubelet's.
 //!
+//! The nodes the simulator registers carry
+//! `volumes.kubernetes.io/controller-managed-attach-detach: "true"` (a kubelet's
+//! default), so the attach/detach controller attaches their volumes; a managed node
+//! created by someone else keeps the annotations it was given — without this one its
+//! simulated kubelet attaches volumes itself, as a kubelet with
+//! `--enable-controller-attach-detach=false`.
+//!
 //! The CSI roles — [`provisioner`], [`attacher`], [`resizer`] — act only on objects
 //! that name [`DRIVER`], so other provisioners and attachers (real ones, or tests'
 //! own) are left alone. The kubelet's side (waiting for bound and attached volumes,

@@ -325,11 +325,20 @@ async fn claims_handed_to_the_driver_are_provisioned_and_released_volumes_delete
     pvs.replace_status(&name, &PostParams::default(), &released)
         .await
         .expect("released");
+    // deleted, and the provisioner's finalizer gone (the API server's pv-protection
+    // finalizer, if any, is the protection controller's business)
     eventually("released volume deleted", || async {
-        pvs.get_opt(&name)
-            .await
-            .ok()
-            .and_then(|p| p.is_none().then_some(()))
+        let pv = pvs.get_opt(&name).await.ok()?;
+        let deleted = pv.as_ref().is_none_or(|pv| {
+            pv.metadata.deletion_timestamp.is_some()
+                && !pv
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .any(|f| f == "external-provisioner.volume.kubernetes.io/finalizer")
+        });
+        deleted.then_some(())
     })
     .await;
     // a Retain volume stays
