@@ -1,8 +1,9 @@
 """Volumes on `coxswain up`, judged by the real kubectl: the simulated storage (default
 StorageClass `standard`, CSI driver `csi.sim.coxswain.dev` with CSINodes), a
 StatefulSet's volumeClaimTemplate provisioned on the pods' nodes (WaitForFirstConsumer)
-and bound, `kubectl patch pvc` to a larger size completing, and the scheduler's
-volume messages. Each test uses its own namespace; the shared nodes are never
+and bound (on the shared nodes this needs the attach/detach controller), `kubectl patch
+pvc` to a larger size completing (at once while mounted, when a pod mounts the volume
+again otherwise), and the scheduler's volume messages. Each test uses its own namespace; the shared nodes are never
 touched (a test that needs a node of its own adds one with a test-specific taint)."""
 
 from __future__ import annotations
@@ -119,23 +120,59 @@ def test_statefulset_claims_are_provisioned_on_the_pods_nodes(kc, vns):
     assert "ProvisioningSucceeded" in events, events
 
 
-def test_patch_pvc_to_a_larger_size_completes(kc, vns):
-    kc("apply", "-n", vns, "-f", "-", input=to_yaml([statefulset("grow", 1)]))
+def own_node_spec(node: str) -> dict:
+    return {
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "tolerations": [{"key": "e2e.coxswain.dev/volumes", "operator": "Exists",
+                         "effect": "NoSchedule"}],
+    }
+
+
+def claim_status(kc: Kubectl, ns: str, name: str) -> dict:
+    return kc.json("get", "pvc", name, "-n", ns).get("status") or {}
+
+
+def test_patch_pvc_to_a_larger_size_completes(kc, vns, own_node):
+    # on a node of its own, whose kubelet attaches volumes itself
+    kc("apply", "-n", vns, "-f", "-",
+       input=to_yaml([statefulset("grow", 1, **own_node_spec(own_node))]))
     wait_until(lambda: running_with_bound_claims(kc, vns, "grow", 1), timeout=90,
                message="running pod with a bound claim")
     kc("patch", "pvc", "data-grow-0", "-n", vns, "-p",
        '{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}')
-
-    def grown():
-        c = kc.json("get", "pvc", "data-grow-0", "-n", vns)
-        s = c.get("status") or {}
-        return c if (s.get("capacity") or {}).get("storage") == "3Gi" else None
-    claim = wait_until(grown, timeout=60, message="status.capacity 3Gi")
+    wait_until(lambda: (claim_status(kc, vns, "data-grow-0").get("capacity") or {})
+               .get("storage") == "3Gi", timeout=60, message="status.capacity 3Gi")
+    claim = kc.json("get", "pvc", "data-grow-0", "-n", vns)
     assert not (claim["status"].get("conditions") or [])
+    assert claim["status"]["allocatedResources"]["storage"] == "3Gi"
     pv = kc.json("get", "pv", claim["spec"]["volumeName"])
     assert pv["spec"]["capacity"]["storage"] == "3Gi"
     out = kc("get", "pvc", "data-grow-0", "-n", vns).stdout
-    assert "3Gi" in out.splitlines()[1], out
+    assert out.splitlines()[1].split()[3] == "3Gi", out
+    events = kc("get", "events", "-n", vns, "--field-selector",
+                "involvedObject.name=data-grow-0").stdout
+    assert "FileSystemResizeSuccessful" in events, events
+
+    # not mounted: the volume grows, the file system waits for a pod to mount it
+    kc("scale", "statefulset", "grow", "-n", vns, "--replicas=0")
+    wait_until(lambda: not kc.json("get", "pods", "-n", vns, "-l", "app=grow")["items"],
+               timeout=60, message="pod gone")
+    kc("patch", "pvc", "data-grow-0", "-n", vns, "-p",
+       '{"spec":{"resources":{"requests":{"storage":"4Gi"}}}}')
+
+    def pending():
+        s = claim_status(kc, vns, "data-grow-0")
+        conds = {c["type"]: c for c in s.get("conditions") or []}
+        return conds.get("FileSystemResizePending")
+    cond = wait_until(pending, timeout=60, message="FileSystemResizePending")
+    assert cond["status"] == "True"
+    s = claim_status(kc, vns, "data-grow-0")
+    assert s["capacity"]["storage"] == "3Gi"
+    assert s["allocatedResourceStatuses"]["storage"] == "NodeResizePending"
+    assert kc.json("get", "pv", claim["spec"]["volumeName"])["spec"]["capacity"]["storage"] == "4Gi"
+    kc("scale", "statefulset", "grow", "-n", vns, "--replicas=1")
+    wait_until(lambda: (claim_status(kc, vns, "data-grow-0").get("capacity") or {})
+               .get("storage") == "4Gi", timeout=60, message="status.capacity 4Gi")
 
 
 def unschedulable_message(kc: Kubectl, ns: str, pod: str):
@@ -185,12 +222,8 @@ def own_node(kc):
 
 
 def test_claims_follow_pods_to_a_node_and_pin_them_there(kc, vns, own_node):
-    pod_spec = {
-        "nodeSelector": {"kubernetes.io/hostname": own_node},
-        "tolerations": [{"key": "e2e.coxswain.dev/volumes", "operator": "Exists",
-                         "effect": "NoSchedule"}],
-    }
-    kc("apply", "-n", vns, "-f", "-", input=to_yaml([statefulset("pin", 1, **pod_spec)]))
+    kc("apply", "-n", vns, "-f", "-",
+       input=to_yaml([statefulset("pin", 1, **own_node_spec(own_node))]))
     placed = wait_until(lambda: running_with_bound_claims(kc, vns, "pin", 1), timeout=90,
                         message="running pod with a bound claim")
     node, pv_name = placed["pin-0"]

@@ -63,8 +63,6 @@ pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storag
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 /// PV annotation naming the provisioner that created it.
 pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
-/// PVC annotation naming who must resize it (set by the expander).
-pub const ANN_STORAGE_RESIZER: &str = "volume.kubernetes.io/storage-resizer";
 /// Legacy class annotation of claims and volumes.
 pub const ANN_BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 /// Node annotation: the attach/detach controller attaches this node's volumes (the

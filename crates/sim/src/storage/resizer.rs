@@ -1,8 +1,10 @@
 //! The simulated CSI external-resizer for [`DRIVER`], and the node side of expansion.
 //!
-//! The expander hands a claim to the driver with `volume.kubernetes.io/storage-resizer`.
-//! When such a claim is bound, asks for more storage than `status.capacity`, and its
-//! volume is the driver's, the resizer does what external-resizer does:
+//! As external-resizer, it takes the claims whose volume is the driver's (`spec.csi.driver`;
+//! the expander's `volume.kubernetes.io/storage-resizer` annotation only matters for
+//! CSI-migrated in-tree volumes, which the simulator has none of). When such a claim
+//! is bound and asks for more storage than `status.capacity`, the resizer does what
+//! external-resizer does:
 //!
 //! 1. claim status: `allocatedResources.storage` = the request,
 //!    `allocatedResourceStatuses.storage: ControllerResizeInProgress`, condition
@@ -34,7 +36,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 
-use super::{annotation, ANN_STORAGE_RESIZER, DRIVER};
+use super::DRIVER;
 use apimachinery::quantity::parse_milli;
 
 /// Claim resize status: the controller is expanding the volume.
@@ -169,10 +171,10 @@ pub fn node_expansion(
     Some(s)
 }
 
-/// Whether a claim is the driver's to resize and asks for more.
+/// Whether a bound claim asks for more than it has and is not waiting for the node
+/// (whether its volume is the driver's is checked on the volume).
 pub fn wants_resize(c: &PersistentVolumeClaim) -> bool {
-    annotation(&c.metadata, ANN_STORAGE_RESIZER) == Some(DRIVER)
-        && c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
         && wanted_growth(c).is_some()
         && c.status
             .as_ref()
@@ -329,8 +331,7 @@ mod tests {
 
     fn claim(request: &str, capacity: &str, status: serde_json::Value) -> PersistentVolumeClaim {
         let mut v = json!({
-            "metadata": {"name": "data", "namespace": "ns",
-                "annotations": {ANN_STORAGE_RESIZER: DRIVER}},
+            "metadata": {"name": "data", "namespace": "ns"},
             "spec": {"resources": {"requests": {"storage": request}}, "volumeName": "pv"},
             "status": {"phase": "Bound", "capacity": {"storage": capacity}},
         });

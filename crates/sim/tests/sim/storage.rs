@@ -746,13 +746,13 @@ async fn kubelet_mounts_bound_attached_volumes_and_expands_them() {
         "kept by heartbeats"
     );
 
-    // expansion: what the expander hands over, then the resizer and the kubelet
+    // expansion: the resizer takes the claims of its driver's volumes, the kubelet
+    // finishes on the node
     claims
         .patch(
             "data",
             &PatchParams::default(),
             &Patch::Merge(&json!({
-                "metadata": {"annotations": {"volume.kubernetes.io/storage-resizer": DRIVER}},
                 "spec": {"resources": {"requests": {"storage": "3Gi"}}},
             })),
         )
