@@ -111,6 +111,14 @@ def test_statefulset_claims_are_provisioned_on_the_pods_nodes(kc, vns):
         assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == DRIVER
         assert pv["spec"]["claimRef"]["name"] == f"data-{pod}"
         assert phase(pv) == "Bound"
+    # attached by the attach/detach controller through the simulated attacher
+    vas = kc.json("get", "volumeattachments")["items"]
+    for pod, (node, pv_name) in placed.items():
+        va = [v for v in vas if v["spec"]["source"].get("persistentVolumeName") == pv_name]
+        assert len(va) == 1 and va[0]["spec"]["nodeName"] == node, va
+        assert va[0]["spec"]["attacher"] == DRIVER
+        assert va[0]["status"]["attached"] is True
+        assert "external-attacher/csi-sim-coxswain-dev" in va[0]["metadata"]["finalizers"]
     # kubectl's view of the claims
     out = kc("get", "pvc", "-n", vns).stdout.splitlines()
     rows = {r.split()[0]: r.split() for r in out[1:]}
