@@ -118,6 +118,9 @@ pub struct SimConfig {
     pub storage: bool,
     /// Concurrent workers of the simulated provisioner (default 16).
     pub provisioner_workers: usize,
+    /// How long a pod waits for its volumes before the kubelet reports `FailedMount`
+    /// (and again after each such period; upstream `podAttachAndMountTimeout`, 2m3s).
+    pub volume_mount_timeout: Duration,
     /// Managed nodes whose heartbeats are stopped unless their
     /// [`HEARTBEAT_ANNOTATION`] says otherwise (default none): no Lease renewal, no
     /// status report, and their kubelet does nothing to their pods, as a dead node.
@@ -171,6 +174,7 @@ impl Default for SimConfig {
             load_balancer_ip_range: "172.18.255.0/24".into(),
             storage: true,
             provisioner_workers: 16,
+            volume_mount_timeout: Duration::from_secs(123),
             stopped_heartbeats: Default::default(),
         }
     }
@@ -262,6 +266,9 @@ impl SimConfig {
         }
         if self.percentage_of_nodes_to_score > 100 {
             return bad("percentage_of_nodes_to_score is over 100".into());
+        }
+        if self.volume_mount_timeout.is_zero() {
+            return bad("volume_mount_timeout is zero".into());
         }
         if self.scheduler_name.is_empty() {
             return bad("scheduler_name is empty".into());

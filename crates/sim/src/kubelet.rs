@@ -95,6 +95,8 @@ pub struct Kubelet {
     nodes: Mutex<HashMap<String, NodeNet>>,
     /// pods already warned about bad annotations (and the uid warned about)
     warned: Mutex<HashMap<ObjectKey, String>>,
+    /// when pods waiting for their volumes were last warned about it
+    mount_warned: Mutex<HashMap<ObjectKey, Timestamp>>,
 }
 
 fn node_of(pod: &Pod) -> Option<&str> {
@@ -138,6 +140,7 @@ impl Kubelet {
             ipam: Ipam::default(),
             nodes: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashMap::new()),
+            mount_warned: Mutex::new(HashMap::new()),
         });
         let me = Arc::downgrade(&k);
         cache
@@ -225,6 +228,10 @@ impl Kubelet {
 
     fn forget_pod(&self, key: &ObjectKey) {
         self.ipam.release(key);
+        self.mount_warned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
         self.warned
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -398,6 +405,11 @@ impl Kubelet {
         }
         if volumes_ready {
             self.expand_file_systems(&pod, &node).await?;
+        } else {
+            let wait = self.mount_timeout(&pod, &key, &node, now);
+            return Ok(Action::RequeueAfter(
+                next.after.map_or(wait, |d| d.min(wait)),
+            ));
         }
         Ok(match next.after {
             Some(d) => Action::RequeueAfter(d),
@@ -512,6 +524,127 @@ impl Kubelet {
         vols.iter()
             .filter_map(|(_, pv)| self.attach_required(pv))
             .all(|name| attached.contains(&name.as_str()))
+    }
+
+    /// A pod waiting for its volumes: past the volume manager's timeout
+    /// ([`SimConfig::volume_mount_timeout`] since the pod started) a `FailedMount` warning says what is missing, once per timeout;
+    /// the time until the next check.
+    fn mount_timeout(&self, pod: &Pod, key: &ObjectKey, node: &str, now: Timestamp) -> Duration {
+        let start = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .map_or(now, |t| t.0);
+        let waited = Duration::from_nanos(
+            (now.as_nanosecond() - start.as_nanosecond()).clamp(0, u64::MAX as i128) as u64,
+        );
+        let timeout = self.cfg.volume_mount_timeout;
+        if waited < timeout {
+            return timeout - waited;
+        }
+        let due = {
+            let mut warned = self.mount_warned.lock().unwrap_or_else(|e| e.into_inner());
+            let last = warned.get(key).copied();
+            let due = last.is_none_or(|t: Timestamp| {
+                now.as_nanosecond() - t.as_nanosecond() >= timeout.as_nanos() as i128
+            });
+            if due {
+                warned.insert(key.clone(), now);
+            }
+            due
+        };
+        if due {
+            self.recorder.event(
+                &object_reference(pod),
+                None,
+                EventType::Warning,
+                "FailedMount",
+                "MountVolume",
+                &self.mount_failure(pod, node),
+            );
+        }
+        timeout
+    }
+
+    /// The kubelet's `FailedMount` message for a pod whose volumes are not ready.
+    fn mount_failure(&self, pod: &Pod, node: &str) -> String {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("");
+        let pod_name = pod.metadata.name.as_deref().unwrap_or("");
+        let claims = self.cache.informer::<PersistentVolumeClaim>();
+        let volumes = self.cache.informer::<PersistentVolume>();
+        let n = self
+            .cache
+            .informer::<Node>()
+            .store()
+            .get(&ObjectKey::cluster(node));
+        let controller_attaches = n
+            .as_ref()
+            .and_then(|n| n.metadata.annotations.as_ref())
+            .and_then(|a| a.get(crate::storage::ANN_CONTROLLER_MANAGED_ATTACH_DETACH))
+            .is_some_and(|v| v == "true");
+        let attached: Vec<String> = n
+            .as_ref()
+            .and_then(|n| n.status.as_ref())
+            .and_then(|s| s.volumes_attached.as_ref())
+            .map(|v| v.iter().map(|a| a.name.clone()).collect())
+            .unwrap_or_default();
+        let (mut unmounted, mut unattached, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+        let mut error: Option<String> = None;
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let claim = match (&v.persistent_volume_claim, &v.ephemeral) {
+                (Some(c), _) => c.claim_name.clone(),
+                (None, Some(_)) => format!("{pod_name}-{}", v.name),
+                _ => continue,
+            };
+            let problem = match claims.store().get(&ObjectKey::namespaced(ns, &claim)) {
+                None => Some(format!(
+                    "failed to fetch PVC from API server: persistentvolumeclaims {claim:?} not found"
+                )),
+                Some(c) if c.metadata.deletion_timestamp.is_some() => {
+                    Some("PVC is being deleted".to_string())
+                }
+                Some(c) if c.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Bound") => {
+                    Some("PVC is not bound".to_string())
+                }
+                Some(c) => {
+                    let pv_name = c
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.volume_name.clone())
+                        .unwrap_or_default();
+                    match volumes.store().get(&ObjectKey::cluster(&pv_name)) {
+                        None => Some(format!(
+                            "failed to fetch PV {pv_name} from API server: persistentvolumes {pv_name:?} not found"
+                        )),
+                        Some(pv) => {
+                            if let Some(unique) = self.attach_required(&pv) {
+                                if controller_attaches && !attached.contains(&unique) {
+                                    unattached.push(v.name.clone());
+                                }
+                            }
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some(p) = problem {
+                failed.push(v.name.clone());
+                error.get_or_insert_with(|| format!("error processing PVC {ns}/{claim}: {p}"));
+            }
+            if failed.last() == Some(&v.name) || unattached.last() == Some(&v.name) {
+                unmounted.push(v.name.clone());
+            }
+        }
+        for l in [&mut unmounted, &mut unattached, &mut failed] {
+            l.sort();
+        }
+        format!(
+            "Unable to attach or mount volumes: unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[{}]: {}",
+            unmounted.join(" "),
+            unattached.join(" "),
+            failed.join(" "),
+            error.unwrap_or_else(|| "timed out waiting for the condition".into())
+        )
     }
 
     /// Finish the file system expansion of the pod's mounted volumes that wait for it.

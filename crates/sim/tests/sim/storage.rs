@@ -635,7 +635,12 @@ fn node_status_list(n: &Node, attached: bool) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelet_mounts_bound_attached_volumes_and_expands_them() {
     use k8s_openapi::api::storage::v1::VolumeAttachment;
-    let sim = start_with_binder(SimConfig { nodes: 1, ..fast() }).await;
+    let sim = start_with_binder(SimConfig {
+        nodes: 1,
+        volume_mount_timeout: Duration::from_secs(1),
+        ..fast()
+    })
+    .await;
     let client = sim.env.client.clone();
     wait_ready_nodes(&client, 1).await;
     let classes: Api<StorageClass> = Api::all(client.clone());
@@ -670,6 +675,23 @@ async fn kubelet_mounts_bound_attached_volumes_and_expands_them() {
     .await;
     assert_eq!(phase(&p), "Pending");
     assert!(p.status.as_ref().and_then(|s| s.pod_ip.as_ref()).is_none());
+    // past the mount timeout the kubelet says what it waits for
+    let e = eventually("FailedMount", || async {
+        events_for(&client, "app", "FailedMount")
+            .await
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        e.note.as_deref(),
+        Some(
+            "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], \
+             failed to process volumes=[data]: error processing PVC default/data: failed to fetch \
+             PVC from API server: persistentvolumeclaims \"data\" not found"
+        )
+    );
 
     // the claim is provisioned and bound; the volume is in use on the node but not
     // attached yet, so the pod still waits
@@ -706,6 +728,15 @@ async fn kubelet_mounts_bound_attached_volumes_and_expands_them() {
     .await;
     let p = pods.get("app").await.expect("pod");
     assert_eq!(waiting_reason(&p).as_deref(), Some("ContainerCreating"));
+    let want = "Unable to attach or mount volumes: unmounted volumes=[data], unattached \
+                volumes=[data], failed to process volumes=[]: timed out waiting for the condition";
+    eventually("FailedMount for the attachment", || async {
+        events_for(&client, "app", "FailedMount")
+            .await
+            .into_iter()
+            .find(|e| e.note.as_deref() == Some(want))
+    })
+    .await;
 
     // what the attach/detach controller does: a VolumeAttachment, which the attacher
     // attaches, then the node's volumesAttached
