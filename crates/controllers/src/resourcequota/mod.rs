@@ -158,6 +158,7 @@ pub fn resource_quota_controller(
         services: cache.informer::<Service>().store().clone(),
         claims: cache.informer::<PersistentVolumeClaim>().store().clone(),
         client: mgr.kube_client().clone(),
+        discovery: mgr.discovery().clone(),
         counted: Mutex::default(),
         pending: pending.clone(),
     };
@@ -232,32 +233,23 @@ pub struct QuotaReconciler {
     services: Arc<Store<Service>>,
     claims: Arc<Store<PersistentVolumeClaim>>,
     client: kube::Client,
-    /// Metadata informers of object-count resources, by group-resource; `None`: not
-    /// served (no usage is reported for it).
-    counted: Mutex<HashMap<GroupResource, Option<Arc<Counted>>>>,
+    discovery: coxswain_runtime::discovery::SharedDiscovery,
+    /// Metadata informers of object-count resources, by group-resource.
+    counted: Mutex<HashMap<GroupResource, Arc<Counted>>>,
     /// Namespaces where a counted object was deleted.
     pending: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl QuotaReconciler {
-    /// The collection URL of a group-resource (preferred version), through discovery.
+    /// The collection URL of a quotable group-resource (preferred version): a
+    /// namespaced resource that supports create, list, watch and delete, as the shared
+    /// discovery (at most 30 s old, upstream's discovery resync) lists it.
     async fn collection_url(&self, group: &str, resource: &str) -> Option<String> {
-        if group.is_empty() {
-            let core = self.client.list_core_api_resources("v1").await.ok()?;
-            return core
-                .resources
-                .iter()
-                .any(|r| r.name == resource && r.namespaced)
-                .then(|| format!("/api/v1/{resource}"));
-        }
-        let g = kube::discovery::group(&self.client, group).await.ok()?;
-        let version = g.preferred_version_or_latest().to_string();
-        g.versioned_resources(&version)
+        let d = self.discovery.fresh(Duration::from_secs(30)).await.ok()?;
+        d.preferred_supporting(&["create", "list", "watch", "delete"])
             .into_iter()
-            .find(|(ar, caps)| {
-                ar.plural == resource && caps.scope == kube::discovery::Scope::Namespaced
-            })
-            .map(|_| format!("/apis/{group}/{version}/{resource}"))
+            .find(|r| r.group == group && r.plural == resource && r.namespaced)
+            .map(|r| r.collection_url())
     }
 
     /// The synced metadata informer of an object-count resource, started (with a
@@ -271,16 +263,10 @@ impl QuotaReconciler {
             .get(&key)
             .cloned();
         let entry = match known {
-            Some(Some(c)) => c,
-            Some(None) => return None,
+            Some(c) => c,
             None => {
-                let Some(url) = self.collection_url(group, resource).await else {
-                    self.counted
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(key, None);
-                    return None;
-                };
+                // not served (yet): asked again next time (discovery is at most 30 s old)
+                let url = self.collection_url(group, resource).await?;
                 let informer = self.cache.metadata_for(&url);
                 let pending = self.pending.clone();
                 let handler = informer.add_handler(move |change| {
@@ -302,8 +288,8 @@ impl QuotaReconciler {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .entry(key)
-                    .or_insert(Some(c))
-                    .clone()?
+                    .or_insert(c)
+                    .clone()
             }
         };
         entry.informer.wait_for_sync().await;

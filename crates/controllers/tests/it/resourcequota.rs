@@ -98,7 +98,7 @@ async fn quota_usage_is_counted_enforced_and_given_back() {
         status.message,
         "pods \"third\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2"
     );
-    // a dry run is judged but charges nothing
+    // a dry run is judged (and, below, charges nothing)
     let dry = PostParams {
         dry_run: true,
         ..PostParams::default()
@@ -110,6 +110,11 @@ async fn quota_usage_is_counted_enforced_and_given_back() {
         .await
         .unwrap();
     wait_used(&quotas, "q", "pods", "1").await;
+    pods.create(&dry, &pod("third")).await.unwrap();
+    assert_eq!(
+        used(&quotas.get("q").await.unwrap(), "pods").as_deref(),
+        Some("1")
+    );
     pods.create(&pp, &pod("third")).await.unwrap();
 
     // object counts of any resource
