@@ -202,3 +202,73 @@ async fn compute_quota_requires_requests_and_limits() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_service_type_change_is_charged() {
+    common::logs();
+    let h = Harness::start(&[resourcequota::descriptor()]).await;
+    h.namespace(NS).await;
+    let quotas = Api::<ResourceQuota>::namespaced(h.client(), NS);
+    let services = Api::<k8s_openapi::api::core::v1::Service>::namespaced(h.client(), NS);
+    let pp = PostParams::default();
+    quotas
+        .create(
+            &pp,
+            &quota("q", json!({"services.nodeports": "1", "services": "5"})),
+        )
+        .await
+        .unwrap();
+    wait_used(&quotas, "q", "services.nodeports", "0").await;
+    let svc = |name: &str, ports: Value| -> k8s_openapi::api::core::v1::Service {
+        serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"selector": {"app": name}, "ports": ports}}))
+        .unwrap()
+    };
+    services
+        .create(
+            &pp,
+            &svc(
+                "two",
+                json!([{"name": "a", "port": 80}, {"name": "b", "port": 81}]),
+            ),
+        )
+        .await
+        .unwrap();
+    services
+        .create(&pp, &svc("one", json!([{"port": 80}])))
+        .await
+        .unwrap();
+    assert_eq!(
+        used(&quotas.get("q").await.unwrap(), "services").as_deref(),
+        Some("2")
+    );
+    let to_node_port = Patch::Merge(json!({"spec": {"type": "NodePort"}}));
+    let err = services
+        .patch("two", &PatchParams::default(), &to_node_port)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("want a Status error, got {err:?}");
+    };
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        "services \"two\" is forbidden: exceeded quota: q, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1"
+    );
+    services
+        .patch("one", &PatchParams::default(), &to_node_port)
+        .await
+        .unwrap();
+    wait_used(&quotas, "q", "services.nodeports", "1").await;
+    // back to ClusterIP: the controller gives the node port back
+    services
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"type": "ClusterIP"}})),
+        )
+        .await
+        .unwrap();
+    wait_used(&quotas, "q", "services.nodeports", "0").await;
+    h.stop().await;
+}
