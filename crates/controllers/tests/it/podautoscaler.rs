@@ -14,7 +14,9 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::Api;
 use serde_json::{json, Value};
 
@@ -431,5 +433,98 @@ async fn scales_up_on_usage_and_down_after_the_stabilization_window() {
         message,
         "the desired replica count is more than the maximum replica count"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn custom_resources_scale_through_their_scale_subresource() {
+    let ns = "hpa-custom";
+    let h = start(ns).await;
+    let c = h.client();
+    let crds = Api::<DynamicObject>::all_with(
+        c.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let crd: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "workers.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "workers", "singular": "worker", "kind": "Worker"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}}}],
+        },
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("crd");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Worker"),
+        "workers",
+    );
+    let workers: Api<DynamicObject> = Api::namespaced_with(c.clone(), ns, &ar);
+    let worker = |name: &str, replicas: i32| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Worker",
+            "metadata": {"name": name}, "spec": {"replicas": replicas}}))
+        .unwrap()
+    };
+    wait_for("the custom resource served", || async {
+        workers
+            .create(&PostParams::default(), &worker("many", 6))
+            .await
+            .ok()
+    })
+    .await;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(c.clone(), ns);
+    hpas.create(
+        &PostParams::default(),
+        &hpa("many", "Worker", "example.com/v1", "many", 1, 2, json!({})),
+    )
+    .await
+    .expect("hpa");
+    wait_for("the custom resource scaled to maxReplicas", || async {
+        let w = workers.get("many").await.ok()?;
+        (w.data["spec"]["replicas"] == 2).then_some(())
+    })
+    .await;
+    event(
+        &c,
+        ns,
+        "SuccessfulRescale",
+        "New size: 2; reason: Current number of replicas above Spec.MaxReplicas",
+    )
+    .await;
+    // within range, the metrics need the scale's selector: none → InvalidSelector
+    workers
+        .create(&PostParams::default(), &worker("nosel", 2))
+        .await
+        .expect("worker");
+    hpas.create(
+        &PostParams::default(),
+        &hpa(
+            "nosel",
+            "Worker",
+            "example.com/v1",
+            "nosel",
+            1,
+            5,
+            json!({}),
+        ),
+    )
+    .await
+    .expect("hpa");
+    let (st, reason, message) = wait_for("ScalingActive False", || async {
+        condition(&hpas.get("nosel").await.ok()?, "ScalingActive")
+    })
+    .await;
+    assert_eq!((st.as_str(), reason.as_str()), ("False", "InvalidSelector"));
+    assert_eq!(message, "the HPA target's scale is missing a selector");
+    event(&c, ns, "SelectorRequired", "selector is required").await;
     h.stop().await;
 }
