@@ -11,7 +11,7 @@
 //! ([`replica_calculator`]), keeps the largest, normalises it (stabilization, rate
 //! limits of `behavior`, min/max: [`normalize`]), writes `/scale` when the count changes
 //! and the status (`currentReplicas`, `desiredReplicas`, `currentMetrics`,
-//! `lastScaleTime`, `observedGeneration`, conditions AbleToScale / ScalingActive /
+//! `lastScaleTime`, conditions AbleToScale / ScalingActive /
 //! ScalingLimited) when it differs. Events: `SuccessfulRescale`, `FailedGetScale`,
 //! `FailedRescale`, `FailedComputeMetricsReplicas`, `FailedGet*Metric`,
 //! `SelectorRequired`, `InvalidSelector`, `AmbiguousSelector`, `FailedUpdateStatus`.
@@ -1020,19 +1020,25 @@ impl<M: MetricsClient> HpaReconciler<M> {
         metrics: Vec<MetricStatus>,
         rescale: bool,
     ) {
-        let generation = hpa.metadata.generation;
-        let status = hpa.status.get_or_insert_with(Default::default);
-        status.current_replicas = Some(current);
-        status.desired_replicas = desired;
-        status.current_metrics = if metrics.is_empty() {
-            None
-        } else {
-            Some(metrics)
-        };
-        status.observed_generation = generation;
-        if rescale {
-            status.last_scale_time = Some(Time(Timestamp::now()));
-        }
+        // upstream `setStatus` rebuilds the status from these alone (so, as upstream,
+        // without observedGeneration)
+        let old = hpa.status.take().unwrap_or_default();
+        hpa.status = Some(HorizontalPodAutoscalerStatus {
+            current_replicas: Some(current),
+            desired_replicas: desired,
+            current_metrics: if metrics.is_empty() {
+                None
+            } else {
+                Some(metrics)
+            },
+            conditions: old.conditions,
+            last_scale_time: if rescale {
+                Some(Time(Timestamp::now()))
+            } else {
+                old.last_scale_time
+            },
+            observed_generation: None,
+        });
     }
 
     /// Upstream `reconcileAutoscaler`.
