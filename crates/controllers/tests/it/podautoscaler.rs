@@ -529,3 +529,47 @@ async fn custom_resources_scale_through_their_scale_subresource() {
     event(&c, ns, "SelectorRequired", "selector is required").await;
     h.stop().await;
 }
+
+#[tokio::test]
+async fn two_hpas_over_the_same_pods_are_ambiguous() {
+    let ns = "hpa-ambiguous";
+    let h = metrics_start(ns).await;
+    let c = h.client();
+    ready_node(&c, "node-1").await;
+    let rss: Api<ReplicaSet> = Api::namespaced(c.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(c.clone(), ns);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(c.clone(), ns);
+    rss.create(&PostParams::default(), &replicaset("shared", 1))
+        .await
+        .expect("rs");
+    running_pod(&pods, "shared-0", "shared", "50m").await;
+    for name in ["first", "second"] {
+        hpas.create(
+            &PostParams::default(),
+            &hpa(name, "ReplicaSet", "apps/v1", "shared", 1, 5, json!({})),
+        )
+        .await
+        .expect("hpa");
+    }
+    // once both have seen the pods' selector, each sync of either finds the other
+    let message = wait_for("AmbiguousSelector", || async {
+        let got = hpas.get("first").await.ok()?;
+        let (st, reason, message) = condition(&got, "ScalingActive")?;
+        (st == "False" && reason == "AmbiguousSelector").then_some(message)
+    })
+    .await;
+    assert_eq!(
+        message,
+        "pods by selector app=shared are controlled by multiple HPAs: [{first hpa-ambiguous} {second hpa-ambiguous}]"
+    );
+    // deleting one ends the ambiguity
+    hpas.delete("second", &Default::default())
+        .await
+        .expect("delete");
+    wait_for("ValidMetricFound again", || async {
+        let (st, reason, _) = condition(&hpas.get("first").await.ok()?, "ScalingActive")?;
+        (st == "True" && reason == "ValidMetricFound").then_some(())
+    })
+    .await;
+    h.stop().await;
+}
