@@ -3,7 +3,6 @@
 //! protect claims and volumes in use, hand expansions to the resizer, attach CSI volumes
 //! to the nodes their pods run on and create the claims of generic ephemeral volumes.
 
-
 pub mod attachdetach;
 pub mod common;
 pub mod ephemeral;
