@@ -527,5 +527,39 @@ async fn csi_volumes_are_attached_to_the_nodes_of_their_pods() {
         .and_then(|s| s.volumes_attached)
         .unwrap_or_default()
         .is_empty());
+
+    // a ReadWriteOnce volume attached to node-1 is not attached to node-2 as well
+    create(
+        &nodes,
+        json!({"metadata": {"name": "node-2", "annotations": {
+            attachdetach::CONTROLLER_MANAGED_ANNOTATION: "true"}}}),
+    )
+    .await;
+    create(
+        &pods,
+        pod_with(
+            "p3",
+            Some("node-2"),
+            json!([{"name": "d", "persistentVolumeClaim": {"claimName": "two"}}]),
+        ),
+    )
+    .await;
+    let want = (
+        "Warning".to_string(),
+        "FailedAttachVolume".to_string(),
+        "Multi-Attach error for volume \"pv-two\" Volume is already used by pod(s) p2".to_string(),
+    );
+    wait_for("the multi-attach event", || async {
+        events(&h.client(), NS, "p3")
+            .await
+            .contains(&want)
+            .then_some(())
+    })
+    .await;
+    let third = attachdetach::attachment_name("pv-two", "csi.example.com", "node-2");
+    assert!(
+        gone(&vas, &third).await,
+        "no second attachment of a ReadWriteOnce volume"
+    );
     h.stop().await;
 }

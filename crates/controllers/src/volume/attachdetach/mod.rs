@@ -16,7 +16,9 @@
 //! `status.attached`; the node's `status.volumesAttached` then lists
 //! `kubernetes.io/csi/<driver>^<volumeHandle>` and the pods get a Normal
 //! `SuccessfulAttachVolume` event `AttachVolume.Attach succeeded for volume "<pv>"`
-//! (an attach error gives a Warning `FailedAttachVolume`). A volume no pod on the node
+//! (an attach error gives a Warning `FailedAttachVolume`; so does a volume that only one
+//! node may use while it is attached to another: upstream's `Multi-Attach error`). A
+//! volume no pod on the node
 //! needs any more is detached once the kubelet no longer reports it in
 //! `status.volumesInUse`: it leaves `volumesAttached` first, then its VolumeAttachment is
 //! deleted. On a node that is not Ready or is tainted out-of-service the wait ends after
@@ -248,6 +250,46 @@ pub fn volume_attachment(volume: &DesiredVolume, node: &str) -> VolumeAttachment
     .expect("a VolumeAttachment")
 }
 
+/// Whether a volume may be attached to several nodes (upstream `IsMultiAttachAllowed`):
+/// a volume without access modes or with ReadWriteMany or ReadOnlyMany.
+pub fn multi_attach_allowed(pv: &PersistentVolume) -> bool {
+    let modes = pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.access_modes.clone())
+        .unwrap_or_default();
+    modes.is_empty()
+        || modes
+            .iter()
+            .any(|m| m == "ReadWriteMany" || m == "ReadOnlyMany")
+}
+
+/// The note of the `FailedAttachVolume` event a pod in `namespace` gets when its volume
+/// `pv` is exclusively attached elsewhere (upstream `reportMultiAttachError`): the pods
+/// on other nodes that use it, named only when they are in the pod's own namespace.
+pub fn multi_attach_message(pv: &str, namespace: &str, others: &[(String, String)]) -> String {
+    let local: Vec<&str> = others
+        .iter()
+        .filter(|(ns, _)| ns == namespace)
+        .map(|(_, n)| n.as_str())
+        .collect();
+    let elsewhere = others.len() - local.len();
+    let why = if others.is_empty() {
+        "Volume is already exclusively attached to one node and can't be attached to another"
+            .to_string()
+    } else if local.is_empty() {
+        format!("Volume is already used by {elsewhere} pod(s) in different namespaces")
+    } else if elsewhere > 0 {
+        format!(
+            "Volume is already used by pod(s) {} and {elsewhere} pod(s) in different namespaces",
+            local.join(", ")
+        )
+    } else {
+        format!("Volume is already used by pod(s) {}", local.join(", "))
+    };
+    format!("Multi-Attach error for volume {pv:?} {why}")
+}
+
 fn node_healthy(node: &Node) -> bool {
     let ready = node
         .status
@@ -380,6 +422,7 @@ pub fn attach_detach_controller(
         recorder: mgr.event_recorder(EVENT_SOURCE),
         options: options.clone(),
         waiting: Mutex::new(HashMap::new()),
+        multi_attach_reported: Mutex::new(BTreeSet::new()),
     };
     let node_of = |p: &Pod| -> Vec<ObjectKey> {
         p.spec
@@ -401,6 +444,8 @@ pub fn attach_detach_controller(
         }
     };
     let claim_nodes = pods_of_claim.clone();
+    let attachment_nodes = pods_of_claim.clone();
+    let va_pvs = cache.informer::<PersistentVolume>().store().clone();
     let volume_nodes = pods_of_claim;
     let all_nodes = nodes.clone();
     let every_node = nodes.clone();
@@ -419,8 +464,23 @@ pub fn attach_detach_controller(
         .with_options(ControllerOptions::workers(1))
         .for_::<Node>()
         .watches::<Pod>(node_of)
-        .watches::<VolumeAttachment>(|va: &VolumeAttachment| {
-            vec![ObjectKey::cluster(&va.spec.node_name)]
+        .watches::<VolumeAttachment>(move |va: &VolumeAttachment| {
+            // its node, and the nodes of other pods waiting for the volume (multi-attach)
+            let mut keys = vec![ObjectKey::cluster(&va.spec.node_name)];
+            let claim = va
+                .spec
+                .source
+                .persistent_volume_name
+                .as_deref()
+                .and_then(|pv| va_pvs.get(&ObjectKey::cluster(pv)))
+                .and_then(|pv| pv.spec.as_ref()?.claim_ref.clone());
+            if let Some(r) = claim {
+                keys.extend(attachment_nodes(
+                    r.namespace.as_deref().unwrap_or_default(),
+                    r.name.as_deref().unwrap_or_default(),
+                ));
+            }
+            keys
         })
         .watches::<PersistentVolumeClaim>(move |c: &PersistentVolumeClaim| {
             claim_nodes(&c.namespace().unwrap_or_default(), &c.name_any())
@@ -454,6 +514,9 @@ pub struct AttachDetachReconciler {
     options: AttachDetachControllerOptions,
     /// Detach candidates still mounted: since when (by VolumeAttachment name).
     waiting: Mutex<HashMap<String, Instant>>,
+    /// Multi-attach errors already reported, by (pod UID, volume), once each as
+    /// upstream's `MultiAttachErrorReported`.
+    multi_attach_reported: Mutex<BTreeSet<(String, String)>>,
 }
 
 impl Lookup for AttachDetachReconciler {
@@ -484,6 +547,75 @@ impl AttachDetachReconciler {
                 );
             }
         }
+    }
+}
+
+impl AttachDetachReconciler {
+    /// Upstream's multi-attach check: a volume that may be attached to one node only and
+    /// has a VolumeAttachment on another node is not attached here; its pods get a
+    /// `FailedAttachVolume` event once.
+    fn blocked_by_multi_attach(&self, v: &DesiredVolume, node_name: &str) -> bool {
+        let Some(pv) = self.pv(&v.pv) else {
+            return false;
+        };
+        if multi_attach_allowed(&pv) {
+            return false;
+        }
+        let elsewhere = self.attachments.list().into_iter().any(|va| {
+            va.spec.node_name != node_name
+                && va.spec.source.persistent_volume_name.as_deref() == Some(v.pv.as_str())
+        });
+        if !elsewhere {
+            return false;
+        }
+        // the pods on other nodes that use the volume
+        let others: Vec<(String, String)> = pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.claim_ref.as_ref())
+            .map(|r| {
+                let key = format!(
+                    "{}/{}",
+                    r.namespace.as_deref().unwrap_or_default(),
+                    r.name.as_deref().unwrap_or_default()
+                );
+                self.pods
+                    .by_index(POD_PVC_INDEX, &key)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|p| {
+                        !is_pod_terminated(p)
+                            && p.spec
+                                .as_ref()
+                                .and_then(|s| s.node_name.as_deref())
+                                .is_some_and(|n| !n.is_empty() && n != node_name)
+                    })
+                    .map(|p| (p.namespace().unwrap_or_default(), p.name_any()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (ns, name) in &v.pods {
+            let Some(pod) = self.pods.get(&ObjectKey::namespaced(ns, name)) else {
+                continue;
+            };
+            let id = (pod.uid().unwrap_or_default(), v.pv.clone());
+            let first = self
+                .multi_attach_reported
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id);
+            if first {
+                self.recorder.event(
+                    &object_reference(pod.as_ref()),
+                    None,
+                    EventType::Warning,
+                    "FailedAttachVolume",
+                    "Attach",
+                    &multi_attach_message(&v.pv, ns, &others),
+                );
+            }
+        }
+        true
     }
 }
 
@@ -597,6 +729,9 @@ impl Reconciler for AttachDetachReconciler {
         }
         for unique in &p.attach {
             let v = &desired[unique];
+            if self.blocked_by_multi_attach(v, &node_name) {
+                continue;
+            }
             match vas
                 .create(&PostParams::default(), &volume_attachment(v, &node_name))
                 .await

@@ -214,3 +214,37 @@ fn the_reconcile_period_must_exceed_a_second() {
     o.reconciler_sync_loop_period = Duration::from_millis(999);
     assert!(o.validate().is_err());
 }
+
+/// Upstream `reportMultiAttachError`'s messages and `IsMultiAttachAllowed`.
+#[test]
+fn multi_attach_errors_follow_upstream() {
+    let p = |ns: &str, n: &str| (ns.to_string(), n.to_string());
+    assert_eq!(
+        multi_attach_message("pv1", "ns", &[]),
+        "Multi-Attach error for volume \"pv1\" Volume is already exclusively attached to one node and can't be attached to another"
+    );
+    assert_eq!(
+        multi_attach_message("pv1", "ns", &[p("ns", "a"), p("ns", "b")]),
+        "Multi-Attach error for volume \"pv1\" Volume is already used by pod(s) a, b"
+    );
+    assert_eq!(
+        multi_attach_message("pv1", "ns", &[p("ns", "a"), p("other", "x")]),
+        "Multi-Attach error for volume \"pv1\" Volume is already used by pod(s) a and 1 pod(s) in different namespaces"
+    );
+    assert_eq!(
+        multi_attach_message("pv1", "ns", &[p("other", "x"), p("third", "y")]),
+        "Multi-Attach error for volume \"pv1\" Volume is already used by 2 pod(s) in different namespaces"
+    );
+    let pv = |modes: serde_json::Value| -> PersistentVolume {
+        serde_json::from_value(json!({"metadata": {"name": "pv"}, "spec": {"accessModes": modes}}))
+            .unwrap()
+    };
+    assert!(!multi_attach_allowed(&pv(json!(["ReadWriteOnce"]))));
+    assert!(!multi_attach_allowed(&pv(json!(["ReadWriteOncePod"]))));
+    assert!(multi_attach_allowed(&pv(json!([
+        "ReadWriteOnce",
+        "ReadOnlyMany"
+    ]))));
+    assert!(multi_attach_allowed(&pv(json!(["ReadWriteMany"]))));
+    assert!(multi_attach_allowed(&pv(json!([]))));
+}
