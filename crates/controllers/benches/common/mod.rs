@@ -135,6 +135,23 @@ impl ControllerManagerChild {
         ControllerManagerChild { child, lines }
     }
 
+    /// Its user + system CPU seconds so far (from `/proc/<pid>/stat`, NaN when
+    /// unreadable).
+    pub fn cpu_seconds_now(&self) -> f64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())) else {
+            return f64::NAN;
+        };
+        // fields after the parenthesised command name; utime and stime are the 14th
+        // and 15th fields of the line (clock ticks of 1/100 s on Linux)
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+        match (ticks(11), ticks(12)) {
+            (Some(u), Some(s)) => (u + s) / 100.0,
+            _ => f64::NAN,
+        }
+    }
+
     /// Stop it (SIGTERM) and return its CPU seconds and peak RSS in KiB (NaN when it
     /// did not say).
     pub fn stop(mut self) -> (f64, f64) {
