@@ -57,10 +57,13 @@ fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String
     }
 }
 
-/// The kubelet-owned conditions for `phase` and the container statuses.
+/// The kubelet-owned conditions for `phase` and the container statuses; `sandbox`:
+/// whether the pod's sandbox exists (not while the kubelet still waits for its volumes,
+/// so `PodReadyToStartContainers` is False then, as upstream's).
 pub(crate) fn conditions(
     pod: &Pod,
     phase: &str,
+    sandbox: bool,
     init_done: bool,
     inits: &[String],
     cs: &[ContainerStatus],
@@ -123,7 +126,8 @@ pub(crate) fn conditions(
     }
     let initialized = if phase == "Succeeded" {
         condition("Initialized", true, Some("PodCompleted"), None)
-    } else if init_done {
+    } else if init_done || inits.is_empty() {
+        // upstream's GeneratePodInitializedCondition: no init containers, nothing to wait for
         condition("Initialized", true, None, None)
     } else {
         condition(
@@ -137,7 +141,12 @@ pub(crate) fn conditions(
         )
     };
     vec![
-        condition("PodReadyToStartContainers", !terminal, None, None),
+        condition(
+            "PodReadyToStartContainers",
+            !terminal && sandbox,
+            None,
+            None,
+        ),
         initialized,
         ready,
         containers_ready,

@@ -424,7 +424,14 @@ pub fn step(pod: &Pod, b: &Behaviour, env: &Env) -> Step {
         phase_of(&statuses, ctx.restart_policy)
     };
     let init_names: Vec<String> = inits.iter().map(|c| c.name.clone()).collect();
-    let conds = conditions(pod, new_phase, !waiting_to_start, &init_names, &statuses);
+    let conds = conditions(
+        pod,
+        new_phase,
+        started || env.volumes_ready,
+        !waiting_to_start,
+        &init_names,
+        &statuses,
+    );
     let generation = pod.metadata.generation;
     let mut status = old.clone();
     status.phase = Some(new_phase.to_string());
@@ -611,7 +618,7 @@ fn stopped_status(pod: &Pod, code: i32, now: Timestamp) -> PodStatus {
         .flatten()
         .map(|c| c.name.clone())
         .collect();
-    let conds = conditions(pod, phase, true, &init_names, &statuses);
+    let conds = conditions(pod, phase, true, true, &init_names, &statuses);
     let mut status = old.clone();
     status.phase = Some(phase.into());
     status.conditions = Some(merge_conditions(

@@ -517,3 +517,36 @@ fn stopping_ends_crashed_containers_with_their_last_exit_and_stops_sidecars() {
         .expect("sidecar status");
     assert_eq!(sidecar.exit_code, 0);
 }
+
+/// While the kubelet waits for a pod's volumes there is no sandbox yet:
+/// PodReadyToStartContainers is False and the containers are ContainerCreating; a pod
+/// without init containers is Initialized all the same (upstream's
+/// GeneratePodInitializedCondition), one with them is not.
+#[test]
+fn waiting_for_volumes_has_no_sandbox_yet() {
+    for init in [false, true] {
+        let mut p = pod("Always", init);
+        let waiting = Env {
+            volumes_ready: false,
+            ..env(t(0.0))
+        };
+        let s = step(&p, &Behaviour::default(), &waiting);
+        p.status = s.status;
+        assert_eq!(phase(&p), "Pending");
+        assert_eq!(cond(&p, "PodReadyToStartContainers").status, "False");
+        let initialized = cond(&p, "Initialized");
+        if init {
+            assert_eq!(initialized.status, "False");
+            assert_eq!(
+                initialized.message.as_deref(),
+                Some("containers with incomplete status: [setup]")
+            );
+        } else {
+            assert_eq!(initialized.status, "True", "{initialized:?}");
+        }
+        run(&mut p, &Behaviour::default(), 1.0);
+        assert_eq!(phase(&p), "Running");
+        assert_eq!(cond(&p, "PodReadyToStartContainers").status, "True");
+        assert_eq!(cond(&p, "Initialized").status, "True");
+    }
+}
