@@ -284,7 +284,7 @@ pub struct Args {
     /// Prevent force detaching volumes based on maximum unmount time and node status. If
     /// this flag is set to true, the non-graceful node shutdown feature must be used to
     /// recover from node failure. See
-    /// https://k8s.io/docs/storage/disable-force-detach-on-timeout/.
+    /// <https://k8s.io/docs/storage/disable-force-detach-on-timeout/>.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     disable_force_detach_on_timeout: bool,
 }
