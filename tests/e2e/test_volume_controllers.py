@@ -162,12 +162,21 @@ def test_patch_pvc_to_a_larger_size_needs_an_expandable_class(kc, vns):
             "metadata": {"name": cls}, "provisioner": "csi.e2e.example.com",
             "allowVolumeExpansion": allow})
     try:
-        # a claim that is not Bound cannot grow
+        # a claim that is not Bound cannot grow: its spec is immutable (the strategy's
+        # validation answers before the resize admission plugin would)
         kc.apply_yaml("create", claim("pending", f"{vns}-expandable"), "-n", vns)
         r = kc("patch", "pvc", "pending", "-n", vns, "-p", grow, check=False)
         assert r.returncode != 0
-        assert ('Error from server (Forbidden): persistentvolumeclaims "pending" is '
-                'forbidden: Only bound persistent volume claims can be expanded') in r.stderr
+        assert ('The PersistentVolumeClaim "pending" is invalid: spec: Forbidden: spec is '
+                'immutable after creation except resources.requests and '
+                'volumeAttributesClassName for bound claims') in r.stderr, r.stderr
+        # nor is a claim without an access mode or a size accepted
+        bad = claim("bad")
+        bad["spec"] = {"storageClassName": ""}
+        r = kc.apply_yaml("create", bad, "-n", vns, check=False)
+        assert r.returncode != 0
+        assert 'spec.accessModes: Required value: at least 1 access mode is required' in r.stderr
+        assert 'spec.resources[storage]: Required value' in r.stderr
 
         bound_claim(kc, vns, "fixed", f"{vns}-fixed")
         r = kc("patch", "pvc", "fixed", "-n", vns, "-p", grow, check=False)

@@ -26,11 +26,344 @@ impl Strategy for PersistentVolumeClaimStrategy {
     }
 
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
+        let mut causes = Ctx::new(def, old).meta_only(obj, NameRule::Subdomain);
+        causes.extend(validation::claim(obj, old));
+        causes
     }
 
     fn printer(&self) -> Option<&'static Printer> {
         Some(&printer::PERSISTENT_VOLUME_CLAIM)
+    }
+}
+
+/// Upstream's `ValidatePersistentVolumeClaimSpec` and
+/// `ValidatePersistentVolumeClaimUpdate` (with RecoverVolumeExpansionFailure, GA in 1.34).
+pub(crate) mod validation {
+    use crate::registry::validation::prelude::*;
+    use apimachinery::quantity;
+
+    const ACCESS_MODES: [&str; 4] = [
+        "ReadOnlyMany",
+        "ReadWriteMany",
+        "ReadWriteOnce",
+        "ReadWriteOncePod",
+    ];
+    const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
+    const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+
+    /// The claim's spec on create and update, and what an update may not change.
+    pub(crate) fn claim(obj: &Value, old: Option<&Value>) -> Vec<apimachinery::field::Cause> {
+        let mut e = Errs::default();
+        let empty = Value::Object(Map::new());
+        spec(&mut e, get(obj, "spec").unwrap_or(&empty), "spec");
+        if let Some(old) = old {
+            update(&mut e, obj, old);
+        }
+        e.0
+    }
+
+    /// `ValidatePersistentVolumeClaimSpec`.
+    pub(crate) fn spec(e: &mut Errs, spec: &Value, path: &str) {
+        let modes: Vec<&str> = items(spec, "accessModes")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let modes_path = child(path, "accessModes");
+        if modes.is_empty() {
+            e.required(&modes_path, "at least 1 access mode is required");
+        }
+        if let Some(sel) = get(spec, "selector").filter(|v| !v.is_null()) {
+            validate_label_selector(e, sel, &child(path, "selector"));
+        }
+        let (mut once_pod, mut others) = (false, false);
+        for m in &modes {
+            if !ACCESS_MODES.contains(m) {
+                e.not_supported(&modes_path, js(m), &ACCESS_MODES);
+            } else if *m == "ReadWriteOncePod" {
+                once_pod = true;
+            } else {
+                others = true;
+            }
+        }
+        if once_pod && others {
+            e.forbidden(
+                &modes_path,
+                "may not use ReadWriteOncePod with other access modes",
+            );
+        }
+        let storage_path = key(&child(path, "resources"), "storage");
+        match spec.pointer("/resources/requests/storage") {
+            None | Some(Value::Null) => e.required(&storage_path, ""),
+            Some(v) => match quantity::from_json(v) {
+                Some(q) if q.is_zero() || q.is_negative() => e.invalid(
+                    &storage_path,
+                    Bad::Str(q.canonical()),
+                    "must be greater than zero",
+                ),
+                _ => {}
+            },
+        }
+        if let Some(class) = st(spec, "storageClassName").filter(|c| !c.is_empty()) {
+            e.each(
+                &child(path, "storageClassName"),
+                class,
+                dns1123_subdomain_errs(class),
+            );
+        }
+        if let Some(mode) = st(spec, "volumeMode") {
+            if !VOLUME_MODES.contains(&mode) {
+                e.not_supported(&child(path, "volumeMode"), js(mode), &VOLUME_MODES);
+            }
+        }
+        if let Some(class) = st(spec, "volumeAttributesClassName").filter(|c| !c.is_empty()) {
+            e.each(
+                &child(path, "volumeAttributesClassName"),
+                class,
+                dns1123_subdomain_errs(class),
+            );
+        }
+    }
+
+    fn storage(v: &Value, pointer: &str) -> Option<quantity::Quantity> {
+        v.pointer(pointer).and_then(quantity::from_json)
+    }
+
+    /// The spec with its storage quantities in canonical form, so that `1024Mi` and
+    /// `1Gi` compare equal as upstream's semantic equality has them.
+    fn canonical_spec(obj: &Value) -> Value {
+        let mut spec = get(obj, "spec")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        for part in ["requests", "limits"] {
+            if let Some(list) = spec
+                .pointer_mut(&format!("/resources/{part}"))
+                .and_then(Value::as_object_mut)
+            {
+                for q in list.values_mut() {
+                    if let Some(parsed) = quantity::from_json(q) {
+                        *q = Value::String(parsed.canonical());
+                    }
+                }
+            }
+        }
+        spec
+    }
+
+    /// `ValidatePersistentVolumeClaimUpdate`: the spec is immutable, except that the
+    /// volume name may be set once, a class may be set where none was (or the beta
+    /// annotation named it), a bound claim's storage request may change (not below
+    /// its capacity) and the volume attributes class may change.
+    fn update(e: &mut Errs, new: &Value, old: &Value) {
+        let mut old_spec = canonical_spec(old);
+        let mut new_spec = canonical_spec(new);
+        let set = |spec: &mut Value, field: &str, v: Option<Value>| {
+            if let Some(o) = spec.as_object_mut() {
+                match v {
+                    Some(v) => o.insert(field.into(), v),
+                    None => o.remove(field),
+                };
+            }
+        };
+        if st(&old_spec, "volumeName").unwrap_or("").is_empty() {
+            set(
+                &mut old_spec,
+                "volumeName",
+                new_spec.get("volumeName").cloned(),
+            );
+        }
+        let annotation = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .and_then(|a| a.get(BETA_CLASS))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let (old_beta, new_beta) = (annotation(old), annotation(new));
+        let old_class = st(&old_spec, "storageClassName").map(str::to_string);
+        let new_class = st(&new_spec, "storageClassName").map(str::to_string);
+        let from_annotation = old_beta.is_some()
+            && old_class.is_none()
+            && new_class.is_some()
+            && new_class == old_beta
+            && (new_beta.is_none() || new_beta == old_beta);
+        if from_annotation {
+            set(&mut new_spec, "storageClassName", None);
+        } else {
+            if old_beta != new_beta {
+                e.invalid(
+                    &format!("metadata.annotations[{BETA_CLASS}]"),
+                    Bad::Str(new_beta.clone().unwrap_or_default()),
+                    IMMUTABLE,
+                );
+            }
+            let from_nil = new_class.is_some()
+                && old_class.is_none()
+                && (old_beta.is_none() || new_class == old_beta);
+            if from_nil {
+                set(&mut new_spec, "storageClassName", None);
+            }
+        }
+        let bound = new.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+        if bound && new_spec.pointer("/resources/requests").is_some() {
+            let old_storage = old_spec.pointer("/resources/requests/storage").cloned();
+            if let Some(r) = new_spec
+                .pointer_mut("/resources/requests")
+                .and_then(Value::as_object_mut)
+            {
+                match old_storage {
+                    Some(v) => r.insert("storage".into(), v),
+                    None => r.remove("storage"),
+                };
+            }
+        }
+        let vac = old_spec.get("volumeAttributesClassName").cloned();
+        set(&mut new_spec, "volumeAttributesClassName", vac);
+        if old_spec != new_spec {
+            e.forbidden(
+                "spec",
+                "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+            );
+        }
+        let old_size = storage(old, "/spec/resources/requests/storage");
+        let new_size = storage(new, "/spec/resources/requests/storage");
+        if let (Some(o), Some(n)) = (old_size, new_size) {
+            if n.cmp_value(&o).is_lt() {
+                let capacity = storage(old, "/status/capacity/storage")
+                    .unwrap_or_else(quantity::Quantity::zero);
+                if n.cmp_value(&capacity).is_le() {
+                    e.forbidden(
+                        "spec.resources.requests.storage",
+                        "field can not be less than status.capacity",
+                    );
+                }
+            }
+        }
+        if get(old, "spec").and_then(|s| s.get("volumeMode"))
+            != get(new, "spec").and_then(|s| s.get("volumeMode"))
+        {
+            let mode = new
+                .pointer("/spec/volumeMode")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            e.invalid("volumeMode", js(mode), IMMUTABLE);
+        }
+        if let Some(old_vac) = old
+            .pointer("/spec/volumeAttributesClassName")
+            .and_then(Value::as_str)
+        {
+            let _ = old_vac;
+            match new
+                .pointer("/spec/volumeAttributesClassName")
+                .and_then(Value::as_str)
+            {
+                None => e.forbidden(
+                    "spec.volumeAttributesClassName",
+                    "update from non-nil value to nil is forbidden",
+                ),
+                Some("") => e.forbidden(
+                    "spec.volumeAttributesClassName",
+                    "update from non-nil value to an empty string is forbidden",
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::validation::claim;
+    use serde_json::{json, Value};
+
+    fn pvc(spec: Value) -> Value {
+        json!({"metadata": {"name": "c", "namespace": "default"}, "spec": spec})
+    }
+
+    fn ok_spec() -> Value {
+        json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+               "volumeMode": "Filesystem"})
+    }
+
+    fn messages(obj: &Value, old: Option<&Value>) -> Vec<String> {
+        claim(obj, old)
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    /// Cases after upstream's TestValidatePersistentVolumeClaim.
+    #[test]
+    fn create_rules() {
+        assert!(messages(&pvc(ok_spec()), None).is_empty());
+        let cases = [
+            (json!({"resources": {"requests": {"storage": "1Gi"}}}),
+             "spec.accessModes: Required value: at least 1 access mode is required"),
+            (json!({"accessModes": ["ReadWriteOnce"]}), "spec.resources[storage]: Required value"),
+            (json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}),
+             "spec.resources[storage]: Invalid value: \"0\": must be greater than zero"),
+            (json!({"accessModes": ["Sometimes"], "resources": {"requests": {"storage": "1Gi"}}}),
+             "spec.accessModes: Unsupported value: \"Sometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\""),
+            (json!({"accessModes": ["ReadWriteOncePod", "ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}),
+             "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes"),
+            (json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Raw"}),
+             "spec.volumeMode: Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\""),
+            (json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "Fast_Disk"}),
+             "spec.storageClassName: Invalid value: \"Fast_Disk\": a lowercase RFC 1123 subdomain must consist of"),
+        ];
+        for (spec, want) in cases {
+            let got = messages(&pvc(spec.clone()), None);
+            assert!(got.iter().any(|m| m.starts_with(want)), "{spec}: {got:?}");
+        }
+    }
+
+    fn with_status(mut obj: Value, phase: &str, capacity: &str) -> Value {
+        obj["status"] = json!({"phase": phase, "capacity": {"storage": capacity}});
+        obj
+    }
+
+    /// Cases after upstream's TestValidatePersistentVolumeClaimUpdate.
+    #[test]
+    fn update_rules() {
+        let immutable = "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
+        let old = with_status(pvc(ok_spec()), "Bound", "1Gi");
+        // a bound claim may grow, and a request written differently is the same
+        let mut grown = old.clone();
+        grown["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+        assert!(messages(&grown, Some(&old)).is_empty());
+        let mut same = old.clone();
+        same["spec"]["resources"]["requests"]["storage"] = json!("1024Mi");
+        assert!(messages(&same, Some(&old)).is_empty());
+        // ...but not shrink to its capacity, nor change anything else
+        let mut big = old.clone();
+        big["spec"]["resources"]["requests"]["storage"] = json!("4Gi");
+        let mut shrunk = big.clone();
+        shrunk["spec"]["resources"]["requests"]["storage"] = json!("1Gi");
+        assert_eq!(
+            messages(&shrunk, Some(&big)),
+            ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]
+        );
+        // shrinking back above the capacity recovers from a failed expansion
+        let mut recovered = big.clone();
+        recovered["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+        assert!(messages(&recovered, Some(&big)).is_empty());
+        let mut modes = old.clone();
+        modes["spec"]["accessModes"] = json!(["ReadWriteMany"]);
+        assert_eq!(messages(&modes, Some(&old)), [immutable]);
+        // an unbound claim's request is immutable too
+        let pending = with_status(pvc(ok_spec()), "Pending", "0");
+        let mut asked = pending.clone();
+        asked["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+        assert_eq!(messages(&asked, Some(&pending)), [immutable]);
+        // the binder sets the volume name once, and a class where there was none
+        let mut named = pending.clone();
+        named["spec"]["volumeName"] = json!("pv-1");
+        named["spec"]["storageClassName"] = json!("standard");
+        assert!(messages(&named, Some(&pending)).is_empty());
+        let mut renamed = named.clone();
+        renamed["spec"]["volumeName"] = json!("pv-2");
+        assert_eq!(messages(&renamed, Some(&named)), [immutable]);
+        let mut reclassed = named.clone();
+        reclassed["spec"]["storageClassName"] = json!("fast");
+        assert_eq!(messages(&reclassed, Some(&named)), [immutable]);
     }
 }
 
