@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coxswain_runtime::cache::Change;
-use coxswain_runtime::manager::{Manager, ManagerOptions};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -71,20 +70,7 @@ async fn main() {
         .expect("storage class");
 
     // the simulator (provisioner included), and a watch that counts the bound claims
-    let mgr = Manager::new(
-        env.kube_config().await.expect("config"),
-        ManagerOptions {
-            metrics_bind_address: "0".into(),
-            ..Default::default()
-        },
-    )
-    .expect("manager");
-    let sim = coxswain_sim::Simulator::new(coxswain_sim::SimConfig {
-        nodes,
-        ..Default::default()
-    })
-    .expect("simulator");
-    sim.add_to(&mgr).expect("simulator added");
+    let mgr = common::simulated_cluster(&env, nodes).await;
     let done = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = tokio::sync::watch::channel(0usize);
     {
