@@ -84,7 +84,8 @@ impl ApiError {
         }))
     }
 
-    fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
+    /// Set the Status `details` (group, kind as the resource, name; empty parts omitted).
+    pub fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
         if !group.is_empty() {
             self.group = Some(group.to_string());
         }

@@ -19,13 +19,16 @@
 //! 3. `registry`: the catalogue of kinds and one strategy per kind (defaults, create
 //!    and update rules, validation, table printer, selectable fields, subresources,
 //!    delete behaviour), custom resources among them;
-//! 4. `endpoints`: HTTP, routing, content negotiation, the verbs, watch, discovery,
+//! 4. [`auth`]: who sends a request and what they may do: authenticators, the RBAC
+//!    authorizer and its bootstrap policy, request attributes;
+//! 5. `endpoints`: HTTP, routing, content negotiation, the verbs, watch, discovery,
 //!    OpenAPI documents and tables;
-//! 5. [`server`]: start-up, TLS, bootstrap objects and the CRD controller.
+//! 6. [`server`]: start-up, TLS, bootstrap objects and the CRD controller.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 mod endpoints;
 mod machinery;
 mod registry;

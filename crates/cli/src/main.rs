@@ -44,6 +44,11 @@ struct ServerArgs {
     /// Accept requests without the bearer token (loopback only).
     #[arg(long)]
     insecure_no_auth: bool,
+    /// How requests are authorized, as kube-apiserver's flag: `RBAC` (roles and
+    /// bindings; members of `system:masters`, such as the kubeconfig's admin, may do
+    /// anything) or `AlwaysAllow` (every authenticated request).
+    #[arg(long, default_value = "RBAC", value_parser = ["RBAC", "AlwaysAllow"])]
+    authorization_mode: String,
     /// Changes kept for resuming watches and paging consistent lists; older
     /// resourceVersions get 410 Gone.
     #[arg(long, default_value_t = 100_000)]
@@ -174,6 +179,10 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c.persist = !args.in_memory;
     c.tls = !args.insecure_no_tls;
     c.auth = !args.insecure_no_auth;
+    c.authorization_mode = match args.authorization_mode.as_str() {
+        "AlwaysAllow" => coxswain_apiserver::server::AuthorizationMode::AlwaysAllow,
+        _ => coxswain_apiserver::server::AuthorizationMode::Rbac,
+    };
     c.history = args.watch_history;
     c.metrics_api = args.metrics_api;
     c

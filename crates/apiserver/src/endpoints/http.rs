@@ -10,6 +10,7 @@ use axum::response::Response;
 use axum::Router;
 use http_body_util::BodyExt;
 
+use crate::auth::{request_info, PeerCertificate, UserInfo};
 use crate::endpoints::request::{route_in, Query, Route};
 use crate::endpoints::{discovery, metrics};
 use crate::endpoints::{error_response, Api, Reply, MAX_BODY};
@@ -19,8 +20,6 @@ use apimachinery::status::ApiError;
 pub struct HttpState {
     /// The resource API.
     pub api: Arc<Api>,
-    /// Required bearer token (`None`: no authentication).
-    pub token: Option<String>,
     /// `host:port` clients use (for `/api`).
     pub server_address: String,
     /// Serve `metrics.k8s.io/v1beta1` ([`crate::endpoints::metrics`]).
@@ -39,15 +38,32 @@ fn public_path(path: &str) -> bool {
         || path.starts_with("/readyz/")
 }
 
-fn authorized(state: &HttpState, headers: &HeaderMap) -> bool {
-    let Some(want) = &state.token else {
-        return true;
+/// Who sends the request and whether they may make it: the user, or the 401/403 to
+/// answer. Public paths are served to anyone (upstream binds them to
+/// `system:unauthenticated` through `system:public-info-viewer`).
+fn admit(
+    state: &HttpState,
+    method: &Method,
+    path: &str,
+    raw_query: Option<&str>,
+    parts: &axum::http::request::Parts,
+) -> Result<UserInfo, ApiError> {
+    let auth = &state.api.auth;
+    let peer = parts.extensions.get::<PeerCertificate>();
+    let user = match auth.authenticate(&parts.headers, peer) {
+        Ok(u) => u,
+        Err(_) if public_path(path) => UserInfo::new(
+            crate::machinery::user::ANONYMOUS,
+            &[crate::machinery::user::ALL_UNAUTHENTICATED],
+        ),
+        Err(e) => return Err(e),
     };
-    headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == want)
+    if public_path(path) {
+        return Ok(user);
+    }
+    let info = request_info::parse(method, path, raw_query).map_err(ApiError::bad_request)?;
+    auth.authorize(&user, &info)?;
+    Ok(user)
 }
 
 fn json(v: &serde_json::Value) -> Response {
@@ -77,9 +93,10 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
-    if !public_path(&path) && !authorized(&state, &parts.headers) {
-        return error_response(&ApiError::unauthorized());
-    }
+    let user = match admit(&state, &parts.method, &path, parts.uri.query(), &parts) {
+        Ok(u) => Arc::new(u),
+        Err(e) => return error_response(&e),
+    };
     let accept = parts
         .headers
         .get("accept")
@@ -168,11 +185,10 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
-    match state
+    let served = state
         .api
-        .serve(&parts.method, target, &query, &parts.headers, body)
-        .await
-    {
+        .serve(&parts.method, target, &query, &parts.headers, body);
+    match crate::machinery::user::scope(user, served).await {
         Ok(reply) => reply.into_response(),
         Err(e) => error_response(&e),
     }

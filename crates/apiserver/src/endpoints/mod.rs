@@ -51,6 +51,8 @@ pub struct Api {
     pub bookmark_interval: Duration,
     /// The resources CustomResourceDefinitions define.
     pub crds: crate::registry::custom::Registry,
+    /// How requests are authenticated and authorized.
+    pub auth: crate::auth::Auth,
     /// Work run after writes of a resource (by storage key).
     hooks: RwLock<Vec<(String, Arc<dyn WriteHook>)>>,
     /// The OpenAPI documents of the catalogue they were built for.
@@ -154,11 +156,13 @@ impl Api {
         store: Arc<Store>,
         bookmark_interval: Duration,
         crds: crate::registry::custom::Registry,
+        auth: crate::auth::Auth,
     ) -> Api {
         Api {
             store,
             bookmark_interval,
             crds,
+            auth,
             hooks: RwLock::new(Vec::new()),
             openapi: Mutex::new(None),
         }

@@ -14,3 +14,4 @@ pub mod protobuf;
 pub mod schema;
 pub mod ssa;
 pub mod structural;
+pub mod user;

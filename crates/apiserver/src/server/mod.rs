@@ -36,8 +36,10 @@ pub struct Config {
     pub bind: SocketAddr,
     /// Serve HTTPS (default). Plain HTTP is refused for non-loopback binds.
     pub tls: bool,
-    /// Require the bearer token (default). Refused off for non-loopback binds.
+    /// Require authentication (default). Refused off for non-loopback binds.
     pub auth: bool,
+    /// How requests are authorized (`--authorization-mode`).
+    pub authorization_mode: AuthorizationMode,
     /// Events kept for watch resumption and consistent paging.
     pub history: usize,
     /// Idle interval between BOOKMARK events.
@@ -57,12 +59,36 @@ impl Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
             tls: true,
             auth: true,
+            authorization_mode: AuthorizationMode::Rbac,
             history: 100_000,
             bookmark_interval: Duration::from_secs(10),
             metrics_api: false,
         }
     }
 }
+
+/// `--authorization-mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// Every authenticated request is allowed (the server's behaviour before RBAC).
+    AlwaysAllow,
+    /// `system:masters` may do anything; everyone else what RBAC roles grant.
+    #[default]
+    Rbac,
+}
+
+/// The authorizer of a mode.
+fn authorizer(mode: AuthorizationMode) -> Arc<dyn crate::auth::Authorizer> {
+    match mode {
+        AuthorizationMode::AlwaysAllow => Arc::new(crate::auth::AlwaysAllow),
+        AuthorizationMode::Rbac => Arc::new(crate::auth::Union(vec![Arc::new(
+            crate::auth::PrivilegedGroups,
+        )])),
+    }
+}
+
+/// The user of the data dir's admin token (kubeadm's admin kubeconfig user).
+pub const ADMIN_USER: &str = "kubernetes-admin";
 
 /// Error starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -243,7 +269,34 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let committer = Committer::start(db);
     let store = Store::new(loaded.rv, tables, committer, config.history.max(1));
     store.attach_committer();
-    let api = Arc::new(Api::new(store.clone(), config.bookmark_interval, crds));
+    let creds = if config.tls || config.auth {
+        Some(crate::server::tls::load_or_create(
+            &config.data_dir,
+            &config.bind.ip().to_string(),
+        )?)
+    } else {
+        None
+    };
+    let auth = match (&creds, config.auth) {
+        (Some(c), true) => crate::auth::Auth {
+            authenticator: Some(Arc::new(crate::auth::StaticToken {
+                token: c.token.clone(),
+                user: crate::machinery::user::UserInfo::new(
+                    ADMIN_USER,
+                    &[crate::machinery::user::SYSTEM_PRIVILEGED_GROUP],
+                ),
+            })),
+            anonymous: false,
+            authorizer: authorizer(config.authorization_mode),
+        },
+        _ => crate::auth::Auth::none(),
+    };
+    let api = Arc::new(Api::new(
+        store.clone(),
+        config.bookmark_interval,
+        crds,
+        auth,
+    ));
     let crd_controller = Arc::new(crd_controller::CrdController::default());
     api.add_write_hook(
         crate::registry::custom::CRD_RESOURCE,
@@ -265,18 +318,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
     let scheme = if config.tls { "https" } else { "http" };
     let url = format!("{scheme}://{host}:{}", addr.port());
-    let (tls, ca_pem, token) = if config.tls || config.auth {
-        let creds = crate::server::tls::load_or_create(&config.data_dir, &addr.ip().to_string())?;
-        let tls = if config.tls {
-            Some(crate::server::tls::server_config(&creds)?)
-        } else {
-            None
-        };
-        let ca = config.tls.then(|| creds.ca_pem.clone());
-        let token = config.auth.then(|| creds.token.clone());
-        (tls, ca, token)
-    } else {
-        (None, None, None)
+    let (tls, ca_pem, token) = match &creds {
+        Some(creds) => {
+            let tls = if config.tls {
+                Some(crate::server::tls::server_config(creds)?)
+            } else {
+                None
+            };
+            let ca = config.tls.then(|| creds.ca_pem.clone());
+            let token = config.auth.then(|| creds.token.clone());
+            (tls, ca, token)
+        }
+        None => (None, None, None),
     };
     let kubeconfig = config.data_dir.join("kubeconfig");
     crate::server::tls::write_kubeconfig(
@@ -286,7 +339,6 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 
     let state = Arc::new(HttpState {
         api,
-        token: token.clone(),
         server_address: format!("{host}:{}", addr.port()),
         metrics_api: config.metrics_api,
     });
