@@ -16,6 +16,8 @@
 //! - [`tz`]: Go's time zones (`time.LoadLocation`, `time.Date`);
 //! - [`duration`]: Go durations and `kubectl`'s human durations;
 //! - [`time`]: `metav1.Time` and `MicroTime` formats, civil dates, ages;
+//! - [`serviceaccount`]: service account tokens (JWTs): keys, claims, signing and
+//!   verification;
 //! - [`gofmt`]: Go's `%q`, `%v` and `encoding/json` renderings, which upstream's
 //!   messages are made of.
 
@@ -31,6 +33,7 @@ pub mod names;
 pub mod quantity;
 pub mod quota;
 pub mod selector;
+pub mod serviceaccount;
 pub mod status;
 pub mod taints;
 pub mod time;
