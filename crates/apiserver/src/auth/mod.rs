@@ -8,6 +8,7 @@
 //! ([`crate::machinery::user::current`]) for the checks that need it later (escalation
 //! checks on RBAC writes, TokenRequest, SelfSubjectReview).
 
+pub mod rbac;
 pub mod request_info;
 
 use std::sync::Arc;
@@ -77,10 +78,30 @@ pub struct Attributes<'a> {
     pub request: &'a RequestInfo,
 }
 
+/// What an authorizer says a user may do in a namespace (upstream
+/// `authorizer.RuleResolver.RulesFor`, answered by SelfSubjectRulesReview).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    /// Rules on resources.
+    pub resource_rules: Vec<rbac::PolicyRule>,
+    /// Rules on non-resource URLs.
+    pub non_resource_rules: Vec<rbac::PolicyRule>,
+    /// Whether the list may miss rules (an authorizer that cannot list them).
+    pub incomplete: bool,
+    /// Errors met while resolving rules.
+    pub errors: Vec<String>,
+}
+
 /// Decides whether a user may make a request.
 pub trait Authorizer: Send + Sync {
     /// The decision and its reason (shown in 403 messages and review statuses).
     fn authorize(&self, attrs: &Attributes<'_>) -> (Decision, String);
+
+    /// The rules `user` has in `namespace`; by default none (an authorizer that is no
+    /// rule resolver, like the privileged groups).
+    fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RuleSet {
+        RuleSet::default()
+    }
 }
 
 /// `--authorization-mode=AlwaysAllow`: every request is allowed.
@@ -89,6 +110,14 @@ pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
     fn authorize(&self, _attrs: &Attributes<'_>) -> (Decision, String) {
         (Decision::Allow, String::new())
+    }
+
+    fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RuleSet {
+        RuleSet {
+            resource_rules: vec![rbac::PolicyRule::resource(&["*"], &["*"], &["*"])],
+            non_resource_rules: vec![rbac::PolicyRule::urls(&["*"], &["*"])],
+            ..RuleSet::default()
+        }
     }
 }
 
@@ -128,6 +157,18 @@ impl Authorizer for Union {
             }
         }
         (Decision::NoOpinion, reasons.join("\n"))
+    }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RuleSet {
+        let mut all = RuleSet::default();
+        for a in &self.0 {
+            let s = a.rules_for(user, namespace);
+            all.resource_rules.extend(s.resource_rules);
+            all.non_resource_rules.extend(s.non_resource_rules);
+            all.incomplete |= s.incomplete;
+            all.errors.extend(s.errors);
+        }
+        all
     }
 }
 

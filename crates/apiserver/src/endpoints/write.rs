@@ -291,6 +291,24 @@ impl Api {
         // DefaultStorageClass, mutating plugins that run before validation ---
         self.admit_storage_create(def, &mut obj);
         // --- end storage admission ---
+        // --- RBAC escalation check (upstream's policybased RBAC storage): a Role or
+        // ClusterRole only with rules its author holds (or may `escalate`), a binding
+        // only to a role whose rules its author holds (or may `bind`)
+        if let Some(guard) = crate::auth::rbac::escalation::prepare(
+            &*self.auth.authorizer,
+            crate::auth::current_user().as_deref(),
+            def.group,
+            def.plural,
+            target.namespace.as_deref().unwrap_or(""),
+            &given_name,
+            &obj,
+        ) {
+            let store = &self.store;
+            guard.check_create(&given_name, &obj, &|r, k| {
+                store.get(r, k).and_then(|o| o.value().ok())
+            })?;
+        }
+        // --- end RBAC escalation check
         rest::validate_object(def, &obj, None)?;
         // --- LimitRanger admission, validation: min, max and maxLimitRequestRatio of
         // Pods and PersistentVolumeClaims; the first violated LimitRange answers 403
@@ -447,6 +465,24 @@ impl Api {
         // ResourceQuota admission of the update: what it charges, once stored
         let mut quota_charges = Vec::new();
         let quota_table = crate::registry::core::resourcequota::admission::quota_table();
+        // --- RBAC escalation check of an update (upstream's policybased RBAC storage):
+        // whether the author is exempt is decided here, against the stored object (a
+        // binding's roleRef is immutable); the rules are compared inside the write
+        let rbac_guard = match (sub, self.store.get(&def.storage_key(), &key)) {
+            (None, Some(stored)) => stored.value().ok().and_then(|current| {
+                crate::auth::rbac::escalation::prepare(
+                    &*self.auth.authorizer,
+                    crate::auth::current_user().as_deref(),
+                    def.group,
+                    def.plural,
+                    target.namespace.as_deref().unwrap_or(""),
+                    &name,
+                    &current,
+                )
+            }),
+            _ => None,
+        };
+        // --- end RBAC escalation check
         let outcome = self
             .store
             .write(
@@ -482,6 +518,13 @@ impl Api {
                             n
                         }
                     };
+                    // --- RBAC escalation check of an update (prepared above)
+                    if let Some(guard) = &rbac_guard {
+                        guard.check_update(&name, &old, &new, &|r, k| {
+                            view.get(r, k).and_then(|o| o.value().ok())
+                        })?;
+                    }
+                    // --- end RBAC escalation check
                     if sub != Some(Subresource::Binding) {
                         rest::validate_object(def, &new, Some(&old))?;
                     }

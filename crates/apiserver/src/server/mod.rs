@@ -77,13 +77,15 @@ pub enum AuthorizationMode {
     Rbac,
 }
 
-/// The authorizer of a mode.
-fn authorizer(mode: AuthorizationMode) -> Arc<dyn crate::auth::Authorizer> {
+/// The authorizer of a mode: RBAC asks the privileged groups first (the admin never
+/// reaches RBAC), then the RBAC objects of `store`.
+fn authorizer(mode: AuthorizationMode, store: &Arc<Store>) -> Arc<dyn crate::auth::Authorizer> {
     match mode {
         AuthorizationMode::AlwaysAllow => Arc::new(crate::auth::AlwaysAllow),
-        AuthorizationMode::Rbac => Arc::new(crate::auth::Union(vec![Arc::new(
-            crate::auth::PrivilegedGroups,
-        )])),
+        AuthorizationMode::Rbac => Arc::new(crate::auth::Union(vec![
+            Arc::new(crate::auth::PrivilegedGroups),
+            Arc::new(crate::auth::rbac::RbacAuthorizer::new(Arc::clone(store))),
+        ])),
     }
 }
 
@@ -287,7 +289,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 ),
             })),
             anonymous: false,
-            authorizer: authorizer(config.authorization_mode),
+            authorizer: authorizer(config.authorization_mode, &store),
         },
         _ => crate::auth::Auth::none(),
     };
