@@ -216,6 +216,34 @@ impl Authenticator for StaticToken {
     }
 }
 
+/// Several bearer tokens, each of one user (the admin token and
+/// [`crate::server::Config::extra_tokens`]); an unknown token is refused.
+pub struct TokenList(pub Vec<StaticToken>);
+
+impl Authenticator for TokenList {
+    fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        _peer: Option<&PeerCertificate>,
+    ) -> Result<Option<Authenticated>, AuthnError> {
+        match bearer_token(headers) {
+            None => Ok(None),
+            Some(t) => self.authenticate_token(t, &[]),
+        }
+    }
+
+    fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<Authenticated>, AuthnError> {
+        match self.0.iter().find(|s| s.token == token) {
+            Some(s) => s.authenticate_token(token, audiences),
+            None => Err(AuthnError("invalid bearer token".into())),
+        }
+    }
+}
+
 /// How a server authenticates and authorizes.
 #[derive(Clone)]
 pub struct Auth {

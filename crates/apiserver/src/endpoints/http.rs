@@ -39,8 +39,9 @@ fn public_path(path: &str) -> bool {
 }
 
 /// Who sends the request and whether they may make it: the user, or the 401/403 to
-/// answer. Public paths are served to anyone (upstream binds them to
-/// `system:unauthenticated` through `system:public-info-viewer`).
+/// answer. Public paths are served to anyone without credentials (upstream binds them
+/// to `system:unauthenticated` through `system:public-info-viewer`), but credentials
+/// that are present and invalid are refused (401) there too, as upstream.
 fn admit(
     state: &HttpState,
     method: &Method,
@@ -52,10 +53,12 @@ fn admit(
     let peer = parts.extensions.get::<PeerCertificate>();
     let user = match auth.authenticate(&parts.headers, peer) {
         Ok(u) => u,
-        Err(_) if public_path(path) => UserInfo::new(
-            crate::machinery::user::ANONYMOUS,
-            &[crate::machinery::user::ALL_UNAUTHENTICATED],
-        ),
+        Err(_) if public_path(path) && !parts.headers.contains_key("authorization") => {
+            UserInfo::new(
+                crate::machinery::user::ANONYMOUS,
+                &[crate::machinery::user::ALL_UNAUTHENTICATED],
+            )
+        }
         Err(e) => return Err(e),
     };
     if public_path(path) {

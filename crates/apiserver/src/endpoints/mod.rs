@@ -20,6 +20,7 @@ pub mod openapi;
 mod podlog;
 mod read;
 pub mod request;
+mod review;
 pub mod table;
 mod watch;
 mod write;
@@ -258,6 +259,10 @@ impl Api {
             .get("accept")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
+        // the access and token reviews: answered, never stored
+        if target.resource.strategy.create_only() {
+            return self.review(method, &target, query, headers, &body).await;
+        }
         let rendering = match negotiate::Rendering::negotiate(accept)? {
             negotiate::Rendering::Table(opts) => {
                 negotiate::Rendering::Table(opts.with_query(query)?)

@@ -151,7 +151,10 @@ fn op_id(verb: &str, r: &ResourceDef, namespaced: bool, sub: &str) -> String {
     let group: String = if r.group.is_empty() {
         "Core".into()
     } else {
+        // upstream's friendly group name drops `.k8s.io` (`networking.k8s.io` →
+        // `Networking`, `rbac.authorization.k8s.io` → `RbacAuthorization`)
         r.group
+            .trim_end_matches(".k8s.io")
             .split('.')
             .map(|s| {
                 let mut c = s.chars();
@@ -470,13 +473,26 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
         }
         roots.insert(def.clone());
         kinds.push((def.clone(), k_gvk.clone()));
+        let ns = r.namespaced;
+        if r.strategy.create_only() {
+            // a review: POST on the collection, nothing else
+            let base = if ns {
+                format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+            } else {
+                format!("{prefix}/{}", r.plural)
+            };
+            let mut ops = Map::new();
+            ops.insert("post".into(), create_only_post(r, &def, k_gvk, ns, ""));
+            ops.insert("parameters".into(), path_params(ns, false));
+            paths.insert(base, Value::Object(ops));
+            continue;
+        }
         let list_name = format!("{def}List");
         lists.push((
             list_name.clone(),
             def.clone(),
             gvk(r.group, r.version, &r.list_kind()),
         ));
-        let ns = r.namespaced;
         let base = if ns {
             format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
         } else {

@@ -92,6 +92,12 @@ pub trait Strategy: Sync {
         true
     }
 
+    /// Whether the kind is only created, never stored (the access and token reviews:
+    /// a POST answers with the computed status; discovery lists only `create`).
+    fn create_only(&self) -> bool {
+        false
+    }
+
     /// The warning every request to a deprecated built-in kind carries (upstream's
     /// `APILifecycleDeprecated`/`APILifecycleReplacement`, sent by the handler
     /// installer on every verb).
@@ -567,6 +573,9 @@ impl ResourceDef {
 
     /// Verbs of the main resource (discovery order).
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.strategy.create_only() {
+            return vec!["create"];
+        }
         let mut v = vec!["create", "delete"];
         if self.delete_collection {
             v.push("deletecollection");

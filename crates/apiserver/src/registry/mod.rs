@@ -25,6 +25,8 @@ pub mod versions;
 
 pub mod apiextensions;
 pub mod apps;
+pub mod authentication;
+pub mod authorization;
 pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
@@ -68,6 +70,12 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::apps::v1::ReplicaSet>(&apps::replicaset::KIND),
         builtin::<a::apps::v1::StatefulSet>(&apps::statefulset::KIND),
         builtin::<a::events::v1::Event>(&events::event::KIND),
+        builtin::<a::authentication::v1::SelfSubjectReview>(&authentication::SELF_SUBJECT_REVIEW),
+        builtin::<a::authentication::v1::TokenReview>(&authentication::TOKEN_REVIEW),
+        builtin::<a::authorization::v1::LocalSubjectAccessReview>(&authorization::LOCAL_SUBJECT_ACCESS_REVIEW),
+        builtin::<a::authorization::v1::SelfSubjectAccessReview>(&authorization::SELF_SUBJECT_ACCESS_REVIEW),
+        builtin::<a::authorization::v1::SelfSubjectRulesReview>(&authorization::SELF_SUBJECT_RULES_REVIEW),
+        builtin::<a::authorization::v1::SubjectAccessReview>(&authorization::SUBJECT_ACCESS_REVIEW),
         builtin::<a::autoscaling::v2::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND),
         builtin::<a::autoscaling::v1::HorizontalPodAutoscaler>(&autoscaling::horizontalpodautoscaler::KIND_V1),
         builtin::<a::batch::v1::CronJob>(&batch::cronjob::KIND),

@@ -48,6 +48,9 @@ pub struct Config {
     /// pods report (`crate::registry::metrics`), as metrics-server would. Off by
     /// default: a bare kube-apiserver does not serve the group.
     pub metrics_api: bool,
+    /// More bearer tokens and their users, besides the admin token (tests' second
+    /// identities; a static token file feeds the same list).
+    pub extra_tokens: Vec<(String, crate::auth::UserInfo)>,
 }
 
 impl Config {
@@ -63,6 +66,7 @@ impl Config {
             history: 100_000,
             bookmark_interval: Duration::from_secs(10),
             metrics_api: false,
+            extra_tokens: Vec::new(),
         }
     }
 }
@@ -279,20 +283,30 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     } else {
         None
     };
-    let auth = match (&creds, config.auth) {
-        (Some(c), true) => crate::auth::Auth {
-            authenticator: Some(Arc::new(crate::auth::StaticToken {
-                token: c.token.clone(),
-                user: crate::machinery::user::UserInfo::new(
-                    ADMIN_USER,
-                    &[crate::machinery::user::SYSTEM_PRIVILEGED_GROUP],
-                ),
-            })),
-            anonymous: false,
-            authorizer: authorizer(config.authorization_mode, &store),
-        },
-        _ => crate::auth::Auth::none(),
-    };
+    let auth =
+        match (&creds, config.auth) {
+            (Some(c), true) => crate::auth::Auth {
+                authenticator: Some(Arc::new(crate::auth::TokenList(
+                    std::iter::once(crate::auth::StaticToken {
+                        token: c.token.clone(),
+                        user: crate::machinery::user::UserInfo::new(
+                            ADMIN_USER,
+                            &[crate::machinery::user::SYSTEM_PRIVILEGED_GROUP],
+                        ),
+                    })
+                    .chain(config.extra_tokens.iter().map(|(token, user)| {
+                        crate::auth::StaticToken {
+                            token: token.clone(),
+                            user: user.clone(),
+                        }
+                    }))
+                    .collect(),
+                ))),
+                anonymous: false,
+                authorizer: authorizer(config.authorization_mode, &store),
+            },
+            _ => crate::auth::Auth::none(),
+        };
     let api = Arc::new(Api::new(
         store.clone(),
         config.bookmark_interval,

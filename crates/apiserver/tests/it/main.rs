@@ -12,6 +12,7 @@ mod limitranger;
 mod metrics;
 mod podlog;
 mod protobuf;
+mod rbac;
 mod reference;
 mod roundtrip;
 mod services;

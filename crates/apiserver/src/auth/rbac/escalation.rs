@@ -328,7 +328,9 @@ mod tests {
                 json!({"metadata": {"name": "a"}, "roleRef": {"kind": "ClusterRole", "name": "pod-reader"}, "subjects": [{"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"}, {"kind": "User", "name": "carol"}]}),
                 json!({"metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "escalator"}, "subjects": [{"kind": "User", "name": "bob"}]}),
             ],
-            vec![json!({"metadata": {"name": "c", "namespace": "ns"}, "roleRef": {"kind": "ClusterRole", "name": "binder"}, "subjects": [{"kind": "User", "name": "carol"}]})],
+            vec![
+                json!({"metadata": {"name": "c", "namespace": "ns"}, "roleRef": {"kind": "ClusterRole", "name": "binder"}, "subjects": [{"kind": "User", "name": "carol"}]}),
+            ],
         ))
     }
 
@@ -349,9 +351,19 @@ mod tests {
         assert!(prepare(&a, Some(&bob), GROUP, "roles", "ns", "r", &obj).is_none());
         // bind on the admin ClusterRole in ns only
         let carol = UserInfo::new("carol", &["system:authenticated"]);
-        let binding = json!({"roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "admin"}});
+        let binding =
+            json!({"roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "admin"}});
         assert!(prepare(&a, Some(&carol), GROUP, "rolebindings", "ns", "x", &binding).is_none());
-        assert!(prepare(&a, Some(&carol), GROUP, "rolebindings", "other", "x", &binding).is_some());
+        assert!(prepare(
+            &a,
+            Some(&carol),
+            GROUP,
+            "rolebindings",
+            "other",
+            "x",
+            &binding
+        )
+        .is_some());
     }
 
     #[test]
@@ -372,8 +384,10 @@ mod tests {
         // an update changing only owner references is not checked
         let mut owned = bad.clone();
         owned["metadata"]["ownerReferences"] = json!([{"name": "x"}]);
-        g.check_update("r", &bad, &owned, none).expect("gc fields only");
-        g.check_update("r", &ok, &bad, none).expect_err("escalating update");
+        g.check_update("r", &bad, &owned, none)
+            .expect("gc fields only");
+        g.check_update("r", &ok, &bad, none)
+            .expect_err("escalating update");
     }
 
     #[test]
@@ -391,7 +405,8 @@ mod tests {
         // the same rule on update is not re-checked (the controller fills in rules)
         let mut filled = cr.clone();
         filled["rules"] = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]);
-        g.check_update("agg", &cr, &filled, none).expect("rules held, rule unchanged");
+        g.check_update("agg", &cr, &filled, none)
+            .expect("rules held, rule unchanged");
     }
 
     #[test]
@@ -400,17 +415,34 @@ mod tests {
         let alice = UserInfo::new("alice", &[]);
         let roles = |r: &str, k: &str| -> Option<Value> {
             match (r, k) {
-                (CLUSTER_ROLES, "pod-reader") => Some(json!({"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]})),
-                (CLUSTER_ROLES, "admin") => Some(json!({"rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]})),
+                (CLUSTER_ROLES, "pod-reader") => Some(
+                    json!({"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]}),
+                ),
+                (CLUSTER_ROLES, "admin") => Some(
+                    json!({"rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]}),
+                ),
                 _ => None,
             }
         };
         let b = |role: &str| json!({"roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role}});
-        let g = prepare(&a, Some(&alice), GROUP, "rolebindings", "ns", "x", &b("pod-reader")).expect("guard");
+        let g = prepare(
+            &a,
+            Some(&alice),
+            GROUP,
+            "rolebindings",
+            "ns",
+            "x",
+            &b("pod-reader"),
+        )
+        .expect("guard");
         g.check_create("x", &b("pod-reader"), &roles).expect("held");
-        let e = g.check_create("x", &b("admin"), &roles).expect_err("not held");
+        let e = g
+            .check_create("x", &b("admin"), &roles)
+            .expect_err("not held");
         assert!(e.message.starts_with("rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"alice\" (groups=[]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"), "{}", e.message);
-        let e = g.check_create("x", &b("missing"), &roles).expect_err("missing role");
+        let e = g
+            .check_create("x", &b("missing"), &roles)
+            .expect_err("missing role");
         assert_eq!(
             e.message,
             "rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: clusterrole.rbac.authorization.k8s.io \"missing\" not found"

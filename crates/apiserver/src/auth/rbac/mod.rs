@@ -100,9 +100,7 @@ pub fn applies_to_user(user: &UserInfo, subject: &Subject, namespace: &str) -> b
     match subject.kind.as_str() {
         "User" => user.name == subject.name,
         "Group" => user.in_group(&subject.name),
-        "ServiceAccount" => subject
-            .user_key(namespace)
-            .is_some_and(|u| u == user.name),
+        "ServiceAccount" => subject.user_key(namespace).is_some_and(|u| u == user.name),
         _ => false,
     }
 }
@@ -306,12 +304,7 @@ impl Policy {
     }
 
     fn from_tables(t: &[Table; 4]) -> Policy {
-        Policy::build(
-            values(&t[0]),
-            values(&t[1]),
-            values(&t[2]),
-            values(&t[3]),
-        )
+        Policy::build(values(&t[0]), values(&t[1]), values(&t[2]), values(&t[3]))
     }
 
     /// The rules a role reference grants (upstream `GetRoleReferenceRules`), or the

@@ -66,7 +66,11 @@ fn path(verb: &str, p: &str) -> RequestInfo {
 }
 
 fn allowed(p: &Policy, u: &UserInfo, r: &RequestInfo) -> bool {
-    p.authorize(&Attributes { user: u, request: r }).0 == Decision::Allow
+    p.authorize(&Attributes {
+        user: u,
+        request: r,
+    })
+    .0 == Decision::Allow
 }
 
 #[test]
@@ -82,14 +86,23 @@ fn authorizer_table() {
                 vec![cluster_role("admin", vec![rule("*", "*", "*", "*")])],
                 vec![],
                 vec![],
-                vec![rb("ns1", "b", "ClusterRole", "admin", &["User:admin", "Group:admins"])],
+                vec![rb(
+                    "ns1",
+                    "b",
+                    "ClusterRole",
+                    "admin",
+                    &["User:admin", "Group:admins"],
+                )],
             ),
             pass: vec![
                 (user("admin", ""), res("get", "Pods", "", "ns1")),
                 (user("admin", ""), res("watch", "Pods", "", "ns1")),
                 (user("admin", "group1"), res("watch", "Foobar", "", "ns1")),
                 (user("joe", "admins"), res("watch", "Foobar", "", "ns1")),
-                (user("joe", "group1,admins"), res("watch", "Foobar", "", "ns1")),
+                (
+                    user("joe", "group1,admins"),
+                    res("watch", "Foobar", "", "ns1"),
+                ),
             ],
             fail: vec![
                 (user("admin", ""), res("GET", "Pods", "", "ns2")),
@@ -101,15 +114,25 @@ fn authorizer_table() {
         Case {
             policy: Policy::build(
                 vec![
-                    cluster_role("non-resource-url-getter", vec![rule("get", "", "", "/apis")]),
+                    cluster_role(
+                        "non-resource-url-getter",
+                        vec![rule("get", "", "", "/apis")],
+                    ),
                     cluster_role("non-resource-url", vec![rule("*", "", "", "/apis")]),
-                    cluster_role("non-resource-url-prefix", vec![rule("get", "", "", "/apis/*")]),
+                    cluster_role(
+                        "non-resource-url-prefix",
+                        vec![rule("get", "", "", "/apis/*")],
+                    ),
                 ],
                 vec![],
                 vec![
                     crb("a", "non-resource-url-getter", &["User:foo", "Group:bar"]),
                     crb("b", "non-resource-url", &["User:admin", "Group:admin"]),
-                    crb("c", "non-resource-url-prefix", &["User:prefixed", "Group:prefixed"]),
+                    crb(
+                        "c",
+                        "non-resource-url-prefix",
+                        &["User:prefixed", "Group:prefixed"],
+                    ),
                 ],
                 vec![],
             ),
@@ -141,17 +164,32 @@ fn authorizer_table() {
                 vec![cluster_role("admin", vec![rule("*", "*", "pods", "*")])],
                 vec![],
                 vec![],
-                vec![rb("ns1", "b", "ClusterRole", "admin", &["User:admin", "Group:admins"])],
+                vec![rb(
+                    "ns1",
+                    "b",
+                    "ClusterRole",
+                    "admin",
+                    &["User:admin", "Group:admins"],
+                )],
             ),
             pass: vec![(user("admin", ""), res("get", "pods", "", "ns1"))],
             fail: vec![(user("admin", ""), res("get", "pods", "status", "ns1"))],
         },
         Case {
             policy: Policy::build(
-                vec![cluster_role("admin", vec![rule("*", "*", "pods/status", "*")])],
+                vec![cluster_role(
+                    "admin",
+                    vec![rule("*", "*", "pods/status", "*")],
+                )],
                 vec![],
                 vec![],
-                vec![rb("ns1", "b", "ClusterRole", "admin", &["User:admin", "Group:admins"])],
+                vec![rb(
+                    "ns1",
+                    "b",
+                    "ClusterRole",
+                    "admin",
+                    &["User:admin", "Group:admins"],
+                )],
             ),
             pass: vec![(user("admin", ""), res("get", "pods", "status", "ns1"))],
             fail: vec![(user("admin", ""), res("get", "pods", "", "ns1"))],
@@ -160,24 +198,46 @@ fn authorizer_table() {
         Case {
             policy: Policy::build(
                 vec![],
-                vec![role("ns1", "reader", vec![rule("get,list", "", "pods", "")])],
+                vec![role(
+                    "ns1",
+                    "reader",
+                    vec![rule("get,list", "", "pods", "")],
+                )],
                 vec![],
                 vec![rb("ns1", "b", "Role", "reader", &["ServiceAccount:robot"])],
             ),
-            pass: vec![(user("system:serviceaccount:ns1:robot", ""), res("list", "pods", "", "ns1"))],
+            pass: vec![(
+                user("system:serviceaccount:ns1:robot", ""),
+                res("list", "pods", "", "ns1"),
+            )],
             fail: vec![
-                (user("system:serviceaccount:ns2:robot", ""), res("list", "pods", "", "ns1")),
-                (user("system:serviceaccount:ns1:robot", ""), res("list", "pods", "", "ns2")),
-                (user("system:serviceaccount:ns1:robot", ""), res("delete", "pods", "", "ns1")),
+                (
+                    user("system:serviceaccount:ns2:robot", ""),
+                    res("list", "pods", "", "ns1"),
+                ),
+                (
+                    user("system:serviceaccount:ns1:robot", ""),
+                    res("list", "pods", "", "ns2"),
+                ),
+                (
+                    user("system:serviceaccount:ns1:robot", ""),
+                    res("delete", "pods", "", "ns1"),
+                ),
             ],
         },
     ];
     for (i, c) in cases.iter().enumerate() {
         for (u, r) in &c.pass {
-            assert!(allowed(&c.policy, u, r), "case {i}: incorrectly restricted {u:?} {r:?}");
+            assert!(
+                allowed(&c.policy, u, r),
+                "case {i}: incorrectly restricted {u:?} {r:?}"
+            );
         }
         for (u, r) in &c.fail {
-            assert!(!allowed(&c.policy, u, r), "case {i}: incorrectly passed {u:?} {r:?}");
+            assert!(
+                !allowed(&c.policy, u, r),
+                "case {i}: incorrectly passed {u:?} {r:?}"
+            );
         }
     }
 }
@@ -204,11 +264,41 @@ fn applies_to_table() {
         ..Subject::default()
     };
     let cases: Vec<(&str, Vec<Subject>, UserInfo, &str, Option<usize>)> = vec![
-        ("single subject that matches username", vec![u("foobar")], UserInfo::new("foobar", &[]), "", Some(0)),
-        ("multiple subjects, one that matches username", vec![u("barfoo"), u("foobar")], UserInfo::new("foobar", &[]), "", Some(1)),
-        ("multiple subjects, none that match username", vec![u("barfoo"), u("foobar")], UserInfo::new("zimzam", &[]), "", None),
-        ("multiple subjects, one that match group", vec![u("barfoo"), g("foobar")], UserInfo::new("zimzam", &["foobar"]), "", Some(1)),
-        ("multiple subjects, one that match group, should ignore namespace", vec![u("barfoo"), g("foobar")], UserInfo::new("zimzam", &["foobar"]), "namespace1", Some(1)),
+        (
+            "single subject that matches username",
+            vec![u("foobar")],
+            UserInfo::new("foobar", &[]),
+            "",
+            Some(0),
+        ),
+        (
+            "multiple subjects, one that matches username",
+            vec![u("barfoo"), u("foobar")],
+            UserInfo::new("foobar", &[]),
+            "",
+            Some(1),
+        ),
+        (
+            "multiple subjects, none that match username",
+            vec![u("barfoo"), u("foobar")],
+            UserInfo::new("zimzam", &[]),
+            "",
+            None,
+        ),
+        (
+            "multiple subjects, one that match group",
+            vec![u("barfoo"), g("foobar")],
+            UserInfo::new("zimzam", &["foobar"]),
+            "",
+            Some(1),
+        ),
+        (
+            "multiple subjects, one that match group, should ignore namespace",
+            vec![u("barfoo"), g("foobar")],
+            UserInfo::new("zimzam", &["foobar"]),
+            "namespace1",
+            Some(1),
+        ),
         (
             "multiple subjects, one that match group, one that matches service account",
             vec![u("barfoo"), g("foobar"), sa("kube-system", "default")],
@@ -216,11 +306,45 @@ fn applies_to_table() {
             "default",
             Some(2),
         ),
-        ("service account with no namespace", vec![sa("", "default")], UserInfo::new("system:serviceaccount:default:default", &[]), "", None),
-        ("service account with no namespace specified in binding", vec![sa("", "default")], UserInfo::new("system:serviceaccount:default:default", &[]), "default", Some(0)),
-        ("service account with different namespace", vec![sa("other", "default")], UserInfo::new("system:serviceaccount:default:default", &[]), "default", None),
-        ("multiple service accounts", vec![sa("ns1", "foo"), sa("kube-system", "default")], UserInfo::new("system:serviceaccount:kube-system:default", &[]), "default", Some(1)),
-        ("unknown subject kind", vec![Subject { kind: "Unknown".into(), name: "x".into(), ..Subject::default() }], UserInfo::new("x", &[]), "", None),
+        (
+            "service account with no namespace",
+            vec![sa("", "default")],
+            UserInfo::new("system:serviceaccount:default:default", &[]),
+            "",
+            None,
+        ),
+        (
+            "service account with no namespace specified in binding",
+            vec![sa("", "default")],
+            UserInfo::new("system:serviceaccount:default:default", &[]),
+            "default",
+            Some(0),
+        ),
+        (
+            "service account with different namespace",
+            vec![sa("other", "default")],
+            UserInfo::new("system:serviceaccount:default:default", &[]),
+            "default",
+            None,
+        ),
+        (
+            "multiple service accounts",
+            vec![sa("ns1", "foo"), sa("kube-system", "default")],
+            UserInfo::new("system:serviceaccount:kube-system:default", &[]),
+            "default",
+            Some(1),
+        ),
+        (
+            "unknown subject kind",
+            vec![Subject {
+                kind: "Unknown".into(),
+                name: "x".into(),
+                ..Subject::default()
+            }],
+            UserInfo::new("x", &[]),
+            "",
+            None,
+        ),
     ];
     for (name, subj, user, ns, want) in cases {
         assert_eq!(applies_to(&user, &subj, ns), want, "{name}");
@@ -232,39 +356,78 @@ fn reasons_as_upstream() {
     let p = Policy::build(
         vec![cluster_role("view", vec![rule("get", "", "pods", "")])],
         vec![role("ns1", "r", vec![rule("list", "", "pods", "")])],
-        vec![crb("viewers", "view", &["Group:g", "User:alice"]), crb("broken", "missing", &["User:alice"])],
+        vec![
+            crb("viewers", "view", &["Group:g", "User:alice"]),
+            crb("broken", "missing", &["User:alice"]),
+        ],
         vec![
             rb("ns1", "rb", "Role", "r", &["ServiceAccount:robot"]),
             rb("ns1", "gone", "Role", "nope", &["ServiceAccount:robot"]),
         ],
     );
     let alice = user("alice", "system:authenticated");
-    let (d, reason) = p.authorize(&Attributes { user: &alice, request: &res("get", "pods", "", "ns1") });
+    let (d, reason) = p.authorize(&Attributes {
+        user: &alice,
+        request: &res("get", "pods", "", "ns1"),
+    });
     assert_eq!(d, Decision::Allow);
-    assert_eq!(reason, r#"RBAC: allowed by ClusterRoleBinding "viewers" of ClusterRole "view" to User "alice""#);
+    assert_eq!(
+        reason,
+        r#"RBAC: allowed by ClusterRoleBinding "viewers" of ClusterRole "view" to User "alice""#
+    );
     let robot = user("system:serviceaccount:ns1:robot", "");
-    let (d, reason) = p.authorize(&Attributes { user: &robot, request: &res("list", "pods", "", "ns1") });
+    let (d, reason) = p.authorize(&Attributes {
+        user: &robot,
+        request: &res("list", "pods", "", "ns1"),
+    });
     assert_eq!(d, Decision::Allow);
-    assert_eq!(reason, r#"RBAC: allowed by RoleBinding "rb/ns1" of Role "r" to ServiceAccount "robot/ns1""#);
+    assert_eq!(
+        reason,
+        r#"RBAC: allowed by RoleBinding "rb/ns1" of Role "r" to ServiceAccount "robot/ns1""#
+    );
     // no opinion: the resolution errors met
-    let (d, reason) = p.authorize(&Attributes { user: &alice, request: &res("delete", "pods", "", "ns1") });
+    let (d, reason) = p.authorize(&Attributes {
+        user: &alice,
+        request: &res("delete", "pods", "", "ns1"),
+    });
     assert_eq!(d, Decision::NoOpinion);
-    assert_eq!(reason, r#"RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found"#);
-    let (d, reason) = p.authorize(&Attributes { user: &robot, request: &res("delete", "pods", "", "ns1") });
+    assert_eq!(
+        reason,
+        r#"RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found"#
+    );
+    let (d, reason) = p.authorize(&Attributes {
+        user: &robot,
+        request: &res("delete", "pods", "", "ns1"),
+    });
     assert_eq!(d, Decision::NoOpinion);
-    assert_eq!(reason, r#"RBAC: role.rbac.authorization.k8s.io "nope" not found"#);
+    assert_eq!(
+        reason,
+        r#"RBAC: role.rbac.authorization.k8s.io "nope" not found"#
+    );
     let nobody = user("nobody", "");
     assert_eq!(
-        p.authorize(&Attributes { user: &nobody, request: &res("get", "pods", "", "ns1") }),
+        p.authorize(&Attributes {
+            user: &nobody,
+            request: &res("get", "pods", "", "ns1")
+        }),
         (Decision::NoOpinion, String::new())
     );
     // rules for: cluster-wide plus the namespace's, errors aggregated
     let (rules, err) = p.rules_for(&robot, "ns1");
-    assert_eq!(rules, vec![PolicyRule::from_json(&rule("list", "", "pods", ""))]);
-    assert_eq!(err.as_deref(), Some(r#"role.rbac.authorization.k8s.io "nope" not found"#));
+    assert_eq!(
+        rules,
+        vec![PolicyRule::from_json(&rule("list", "", "pods", ""))]
+    );
+    assert_eq!(
+        err.as_deref(),
+        Some(r#"role.rbac.authorization.k8s.io "nope" not found"#)
+    );
     let (rules, err) = p.rules_for(&alice, "");
     assert_eq!(rules.len(), 1);
-    assert_eq!(err.as_deref(), Some(r#"clusterrole.rbac.authorization.k8s.io "missing" not found"#));
+    assert_eq!(
+        err.as_deref(),
+        Some(r#"clusterrole.rbac.authorization.k8s.io "missing" not found"#)
+    );
 }
 
 #[test]
@@ -272,5 +435,8 @@ fn aggregate_as_upstream() {
     assert_eq!(aggregate(&[]), None);
     assert_eq!(aggregate(&["a".into()]).as_deref(), Some("a"));
     assert_eq!(aggregate(&["a".into(), "a".into()]).as_deref(), Some("a"));
-    assert_eq!(aggregate(&["a".into(), "b".into(), "a".into()]).as_deref(), Some("[a, b]"));
+    assert_eq!(
+        aggregate(&["a".into(), "b".into(), "a".into()]).as_deref(),
+        Some("[a, b]")
+    );
 }

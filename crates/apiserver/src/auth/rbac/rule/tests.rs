@@ -23,8 +23,20 @@ fn same_set(a: &[PolicyRule], b: &[PolicyRule]) -> bool {
 #[test]
 fn covers_table() {
     // (name, owner, servant, covered, uncovered)
-    let cases: Vec<(&str, Vec<PolicyRule>, Vec<PolicyRule>, bool, Vec<PolicyRule>)> = vec![
-        ("ExactMatch", vec![r(&["v1"], &["get"], &["builds"])], vec![r(&["v1"], &["get"], &["builds"])], true, vec![]),
+    let cases: Vec<(
+        &str,
+        Vec<PolicyRule>,
+        Vec<PolicyRule>,
+        bool,
+        Vec<PolicyRule>,
+    )> = vec![
+        (
+            "ExactMatch",
+            vec![r(&["v1"], &["get"], &["builds"])],
+            vec![r(&["v1"], &["get"], &["builds"])],
+            true,
+            vec![],
+        ),
         (
             "MultipleRulesCoveringSingleRule",
             vec![
@@ -32,7 +44,11 @@ fn covers_table() {
                 r(&["v1"], &["delete"], &["builds"]),
                 r(&["v1"], &["update"], &["builds", "deployments"]),
             ],
-            vec![r(&["v1"], &["delete", "update"], &["builds", "deployments"])],
+            vec![r(
+                &["v1"],
+                &["delete", "update"],
+                &["builds", "deployments"],
+            )],
             true,
             vec![],
         ),
@@ -46,13 +62,21 @@ fn covers_table() {
                 r(&["group2"], &["delete"], &["builds"]),
                 r(&["group2"], &["update"], &["builds", "deployments"]),
             ],
-            vec![r(&["group1", "group2"], &["delete", "update"], &["builds", "deployments"])],
+            vec![r(
+                &["group1", "group2"],
+                &["delete", "update"],
+                &["builds", "deployments"],
+            )],
             true,
             vec![],
         ),
         (
             "SingleAPIGroupsCoveringMultiple",
-            vec![r(&["group1", "group2"], &["delete", "update"], &["builds", "deployments"])],
+            vec![r(
+                &["group1", "group2"],
+                &["delete", "update"],
+                &["builds", "deployments"],
+            )],
             vec![
                 r(&["group1"], &["delete"], &["deployments"]),
                 r(&["group1"], &["delete"], &["builds"]),
@@ -70,11 +94,21 @@ fn covers_table() {
                 r(&["v1"], &["delete", "update"], &["builds", "deployments"]),
                 r(&["v1"], &["delete"], &["pods"]),
             ],
-            vec![r(&["v1"], &["delete", "update"], &["builds", "deployments", "pods"])],
+            vec![r(
+                &["v1"],
+                &["delete", "update"],
+                &["builds", "deployments", "pods"],
+            )],
             false,
             vec![r(&["v1"], &["update"], &["pods"])],
         ),
-        ("APIGroupStarCoveringMultiple", vec![r(&["*"], &["get"], &["roles"])], vec![r(&["group1", "group2"], &["get"], &["roles"])], true, vec![]),
+        (
+            "APIGroupStarCoveringMultiple",
+            vec![r(&["*"], &["get"], &["roles"])],
+            vec![r(&["group1", "group2"], &["get"], &["roles"])],
+            true,
+            vec![],
+        ),
         (
             "EnumerationNotCoveringAPIGroupStar",
             vec![r(&["dummy-group"], &["get"], &["roles"])],
@@ -82,25 +116,63 @@ fn covers_table() {
             false,
             vec![r(&["*"], &["get"], &["roles"])],
         ),
-        ("APIGroupStarCoveringStar", vec![r(&["*"], &["get"], &["roles"])], vec![r(&["*"], &["get"], &["roles"])], true, vec![]),
-        ("VerbStarCoveringMultiple", vec![r(&["v1"], &["*"], &["roles"])], vec![r(&["v1"], &["watch", "list"], &["roles"])], true, vec![]),
+        (
+            "APIGroupStarCoveringStar",
+            vec![r(&["*"], &["get"], &["roles"])],
+            vec![r(&["*"], &["get"], &["roles"])],
+            true,
+            vec![],
+        ),
+        (
+            "VerbStarCoveringMultiple",
+            vec![r(&["v1"], &["*"], &["roles"])],
+            vec![r(&["v1"], &["watch", "list"], &["roles"])],
+            true,
+            vec![],
+        ),
         (
             "EnumerationNotCoveringVerbStar",
-            vec![r(&["v1"], &["get", "list", "watch", "create", "update", "delete", "exec"], &["roles"])],
+            vec![r(
+                &["v1"],
+                &["get", "list", "watch", "create", "update", "delete", "exec"],
+                &["roles"],
+            )],
             vec![r(&["v1"], &["*"], &["roles"])],
             false,
             vec![r(&["v1"], &["*"], &["roles"])],
         ),
-        ("VerbStarCoveringStar", vec![r(&["v1"], &["*"], &["roles"])], vec![r(&["v1"], &["*"], &["roles"])], true, vec![]),
-        ("ResourceStarCoveringMultiple", vec![r(&["v1"], &["get"], &["*"])], vec![r(&["v1"], &["get"], &["resourcegroup:deployments"])], true, vec![]),
+        (
+            "VerbStarCoveringStar",
+            vec![r(&["v1"], &["*"], &["roles"])],
+            vec![r(&["v1"], &["*"], &["roles"])],
+            true,
+            vec![],
+        ),
+        (
+            "ResourceStarCoveringMultiple",
+            vec![r(&["v1"], &["get"], &["*"])],
+            vec![r(&["v1"], &["get"], &["resourcegroup:deployments"])],
+            true,
+            vec![],
+        ),
         (
             "EnumerationNotCoveringResourceStar",
-            vec![r(&["v1"], &["get"], &["roles", "resourcegroup:deployments"])],
+            vec![r(
+                &["v1"],
+                &["get"],
+                &["roles", "resourcegroup:deployments"],
+            )],
             vec![r(&["v1"], &["get"], &["*"])],
             false,
             vec![r(&["v1"], &["get"], &["*"])],
         ),
-        ("ResourceStarCoveringStar", vec![r(&["v1"], &["get"], &["*"])], vec![r(&["v1"], &["get"], &["*"])], true, vec![]),
+        (
+            "ResourceStarCoveringStar",
+            vec![r(&["v1"], &["get"], &["*"])],
+            vec![r(&["v1"], &["get"], &["*"])],
+            true,
+            vec![],
+        ),
         (
             "ResourceNameEmptyCoveringMultiple",
             vec![r(&["v1"], &["get"], &["pods"])],
@@ -115,8 +187,20 @@ fn covers_table() {
             false,
             vec![r(&["v1"], &["get"], &["pods"])],
         ),
-        ("NonResourceURLs", vec![u(&["/apis"], &["*"])], vec![u(&["/apis"], &["*"])], true, vec![]),
-        ("NonResourceURLsStar", vec![u(&["*"], &["*"])], vec![u(&["/apis", "/apis/v1", "/"], &["*"])], true, vec![]),
+        (
+            "NonResourceURLs",
+            vec![u(&["/apis"], &["*"])],
+            vec![u(&["/apis"], &["*"])],
+            true,
+            vec![],
+        ),
+        (
+            "NonResourceURLsStar",
+            vec![u(&["*"], &["*"])],
+            vec![u(&["/apis", "/apis/v1", "/"], &["*"])],
+            true,
+            vec![],
+        ),
         (
             "NonResourceURLsStarAfterPrefixDoesntCover",
             vec![u(&["/apis/*"], &["*"])],
@@ -124,23 +208,44 @@ fn covers_table() {
             false,
             vec![u(&["/apis"], &["get"])],
         ),
-        ("NonResourceURLsStarAfterPrefix", vec![u(&["/apis/*"], &["*"])], vec![u(&["/apis/v1/foo", "/apis/v1"], &["get"])], true, vec![]),
+        (
+            "NonResourceURLsStarAfterPrefix",
+            vec![u(&["/apis/*"], &["*"])],
+            vec![u(&["/apis/v1/foo", "/apis/v1"], &["get"])],
+            true,
+            vec![],
+        ),
         (
             "NonResourceURLsWithOtherFields",
-            vec![PolicyRule { non_resource_urls: vec!["/apis".into()], ..r(&["v1"], &["get"], &["builds"]) }],
-            vec![PolicyRule { non_resource_urls: vec!["/apis".into()], ..r(&["v1"], &["get"], &["builds"]) }],
+            vec![PolicyRule {
+                non_resource_urls: vec!["/apis".into()],
+                ..r(&["v1"], &["get"], &["builds"])
+            }],
+            vec![PolicyRule {
+                non_resource_urls: vec!["/apis".into()],
+                ..r(&["v1"], &["get"], &["builds"])
+            }],
             true,
             vec![],
         ),
         (
             "NonResourceURLsWithOtherFieldsFailure",
             vec![r(&["v1"], &["get"], &["builds"])],
-            vec![PolicyRule { non_resource_urls: vec!["/apis".into()], ..r(&["v1"], &["get"], &["builds"]) }],
+            vec![PolicyRule {
+                non_resource_urls: vec!["/apis".into()],
+                ..r(&["v1"], &["get"], &["builds"])
+            }],
             false,
             vec![u(&["/apis"], &["get"])],
         ),
         // subresources: `*/sub` covers any resource's sub, `res/*` is only itself
-        ("StarSubresourceCovers", vec![r(&[""], &["get"], &["*/status"])], vec![r(&[""], &["get"], &["pods/status", "nodes/status"])], true, vec![]),
+        (
+            "StarSubresourceCovers",
+            vec![r(&[""], &["get"], &["*/status"])],
+            vec![r(&[""], &["get"], &["pods/status", "nodes/status"])],
+            true,
+            vec![],
+        ),
         (
             "ResourceStarSubresourceIsLiteral",
             vec![r(&[""], &["get"], &["pods/*"])],
@@ -221,7 +326,11 @@ fn rule_matches_table() {
         ),
         (
             "tuple expansion",
-            r(&["group1", "group2"], &["get", "update"], &["resource1", "resource2"]),
+            r(
+                &["group1", "group2"],
+                &["get", "update"],
+                &["resource1", "resource2"],
+            ),
             vec![
                 resource_req("get", "group1", "resource1", "", ""),
                 resource_req("get", "group2", "resource2", "", ""),
@@ -250,14 +359,26 @@ fn rule_matches_table() {
         (
             "star nonresource, exact match other",
             u(&["*"], &["get"]),
-            vec![url_req("get", "/foo"), url_req("get", "/foo/bar"), url_req("get", "/")],
+            vec![
+                url_req("get", "/foo"),
+                url_req("get", "/foo/bar"),
+                url_req("get", "/"),
+            ],
             vec![url_req("post", "/foo")],
         ),
         (
             "star nonresource subpath",
             u(&["/foo/*"], &["get"]),
-            vec![url_req("get", "/foo/"), url_req("get", "/foo/bar"), url_req("get", "/foo/bar/baz")],
-            vec![url_req("get", "/foo"), url_req("get", "/food"), url_req("post", "/foo/bar")],
+            vec![
+                url_req("get", "/foo/"),
+                url_req("get", "/foo/bar"),
+                url_req("get", "/foo/bar/baz"),
+            ],
+            vec![
+                url_req("get", "/foo"),
+                url_req("get", "/food"),
+                url_req("post", "/foo/bar"),
+            ],
         ),
         (
             "star verb, exact nonresource",
@@ -272,7 +393,10 @@ fn rule_matches_table() {
                 resource_req("get", "", "pods", "status", ""),
                 resource_req("get", "", "nodes", "status", ""),
             ],
-            vec![resource_req("get", "", "pods", "", ""), resource_req("get", "", "pods", "log", "")],
+            vec![
+                resource_req("get", "", "pods", "", ""),
+                resource_req("get", "", "pods", "log", ""),
+            ],
         ),
         (
             "resource names",
@@ -295,10 +419,16 @@ fn rule_matches_table() {
     ];
     for (name, rule, yes, no) in cases {
         for req in yes {
-            assert!(rule_allows(&req, &rule), "{name}: expected match for {req:?}");
+            assert!(
+                rule_allows(&req, &rule),
+                "{name}: expected match for {req:?}"
+            );
         }
         for req in no {
-            assert!(!rule_allows(&req, &rule), "{name}: expected no match for {req:?}");
+            assert!(
+                !rule_allows(&req, &rule),
+                "{name}: expected no match for {req:?}"
+            );
         }
     }
 }
