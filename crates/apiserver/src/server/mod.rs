@@ -1,6 +1,7 @@
 //! Starting the server: storage, TLS, kubeconfig, bootstrap objects and the accept loop.
 
 mod crd_controller;
+mod policy;
 mod tls;
 
 use std::collections::HashMap;
@@ -175,7 +176,8 @@ fn load_tables(
     tables
 }
 
-/// Create the bootstrap namespaces and the `kubernetes` service when missing.
+/// Create the bootstrap namespaces and the `kubernetes` service when missing, and keep the
+/// RBAC bootstrap policy.
 async fn bootstrap(api: &Arc<Api>) {
     let c = Catalog::builtin();
     let (Some(ns_def), Some(svc_def)) = (
@@ -234,6 +236,9 @@ async fn bootstrap(api: &Arc<Api>) {
             tracing::warn!(error = %e, "bootstrap kubernetes service");
         }
     }
+    // RBAC bootstrap policy (upstream's rbac/bootstrap-roles post-start hook): create the
+    // default roles and bindings, add what is missing to those marked autoupdate
+    policy::reconcile(api).await;
 }
 
 fn is_loopback(addr: &SocketAddr) -> bool {

@@ -6,7 +6,10 @@
 //! it. The bindings are indexed by subject ([`Policy`]) and the index is rebuilt only
 //! when one of the four RBAC tables changed ([`PolicySource`]), so a request looks up
 //! its user's bindings instead of scanning them all.
+//!
+//! [`bootstrap`] is the policy the server creates on start.
 
+pub mod bootstrap;
 pub mod escalation;
 pub mod rule;
 
