@@ -13,6 +13,7 @@ mod metrics;
 mod podlog;
 mod protobuf;
 mod rbac;
+mod rbac_bootstrap;
 mod reference;
 mod roundtrip;
 mod services;
