@@ -118,11 +118,14 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         "/openapi/v2" => {
             // No v2 document: an empty protobuf body tells kubectl there is nothing to
             // validate against, so it relies on v3 and server-side field validation.
+            // The media type is the one kube-openapi answers with (`.v1.0`; the `@v1.0`
+            // form clients may ask for is no valid media type for Go's parser, and a
+            // kind without PATCH, like the reviews, makes kubectl read this document).
             let mut r = Response::new(Body::empty());
             r.headers_mut().insert(
                 "content-type",
                 HeaderValue::from_static(
-                    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
                 ),
             );
             return r;
