@@ -198,15 +198,16 @@ fn access_reviews_answer_as_the_authorizer() {
         assert_eq!(v["kind"], "SelfSubjectAccessReview");
         v["status"].clone()
     };
-    // bob may ask about himself (a review needs no permission beyond its create, which
-    // the bootstrap policy grants; here, with no policy, only the admin can create)
-    let (code, _) = r.as_user(
+    // bob may ask about himself: the bootstrap policy's system:basic-user lets every
+    // authenticated user create self reviews
+    let (code, v) = r.as_user(
         BOB,
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
         &json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}),
     );
-    assert_eq!(code, 403);
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(v["status"]["allowed"], false, "{v}");
     r.admin(
         "POST",
         &format!("{RBAC}/clusterroles"),
@@ -294,9 +295,16 @@ fn access_reviews_answer_as_the_authorizer() {
         json!({
             "resourceRules": [
                 {"verbs": ["create"], "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews"]},
+                // the bootstrap policy's system:basic-user
+                {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
+                {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]},
                 {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]},
             ],
-            "nonResourceRules": [],
+            // system:discovery and system:public-info-viewer
+            "nonResourceRules": [
+                {"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]},
+                {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]},
+            ],
             "incomplete": false,
         })
     );
@@ -486,12 +494,14 @@ fn public_paths_and_credentials() {
     // discovery needs credentials
     let (code, _) = r.as_user("", "GET", "/apis", &Value::Null);
     assert_eq!(code, 401);
-    // a user without any binding may not read discovery under RBAC
-    let (code, v) = r.as_user(BOB, "GET", "/apis", &Value::Null);
+    // every authenticated user reads discovery (system:discovery), but not other paths
+    let (code, _) = r.as_user(BOB, "GET", "/apis", &Value::Null);
+    assert_eq!(code, 200);
+    let (code, v) = r.as_user(BOB, "GET", "/metrics", &Value::Null);
     assert_eq!(code, 403);
     assert_eq!(
         v["message"],
-        "forbidden: User \"bob\" cannot get path \"/apis\""
+        "forbidden: User \"bob\" cannot get path \"/metrics\""
     );
 }
 
