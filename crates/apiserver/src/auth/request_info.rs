@@ -134,12 +134,10 @@ pub fn parse(method: &Method, path: &str, query: Option<&str>) -> Result<Request
         }
         .to_string();
     }
-    if cur[0] == "namespaces" {
-        if cur.len() > 1 {
-            info.namespace = cur[1].to_string();
-            if cur.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&cur[2]) {
-                cur = &cur[2..];
-            }
+    if cur[0] == "namespaces" && cur.len() > 1 {
+        info.namespace = cur[1].to_string();
+        if cur.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&cur[2]) {
+            cur = &cur[2..];
         }
     }
     info.parts = cur.iter().map(|s| s.to_string()).collect();
@@ -182,8 +180,23 @@ mod tests {
     /// prefix, group, version, namespace, resource, subresource, name, parts.
     #[test]
     fn upstream_request_info_table() {
+        /// method, path, verb, prefix, group, version, namespace, resource, subresource,
+        /// name, parts
+        type Case = (
+            Method,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static [&'static str],
+        );
         #[rustfmt::skip]
-        let cases: &[(Method, &str, &str, &str, &str, &str, &str, &str, &str, &str, &[&str])] = &[
+        let cases: &[Case] = &[
             (Method::GET, "/api/v1/namespaces", "list", "api", "", "v1", "", "namespaces", "", "", &["namespaces"]),
             (Method::GET, "/api/v1/namespaces/other", "get", "api", "", "v1", "other", "namespaces", "", "other", &["namespaces", "other"]),
             (Method::GET, "/api/v1/namespaces/other/pods", "list", "api", "", "v1", "other", "pods", "", "", &["pods"]),
