@@ -563,13 +563,36 @@ def apps_v1(api_client):
     return client.AppsV1Api(api_client)
 
 
+# Users of the shared `up` cluster's --token-auth-file (upstream's CSV: token, user,
+# uid, "group1,group2"): ordinary users with no permission until a test binds them.
+CLUSTER_USERS = {
+    "alice": ("alice-token-0123456789", "1001", ["developers"]),
+    "bob": ("bob-token-9876543210", "1002", []),
+}
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Iterable[CoxswainServer]:
-    """`coxswain up`: API server, controller manager and 3 simulated nodes."""
-    srv = CoxswainServer(tmp_path_factory.mktemp("coxswain-up"), name="up", command="up")
-    srv.start()
+    """`coxswain up`: API server, controller manager and 3 simulated nodes; the users
+    of CLUSTER_USERS authenticate with their tokens."""
+    base = tmp_path_factory.mktemp("coxswain-up")
+    tokens = base / "tokens.csv"
+    tokens.write_text("".join(
+        f'{tok},{user},{uid},"{",".join(groups)}"\n'
+        for user, (tok, uid, groups) in CLUSTER_USERS.items()
+    ))
+    srv = CoxswainServer(base, name="up", command="up")
+    srv.start(extra_args=["--token-auth-file", str(tokens)])
     yield srv
     srv.stop()
+
+
+def kubectl_as_token(server: CoxswainServer, token: str, *args, check: bool = True,
+                     input: Optional[str] = None, timeout: float = 60
+                     ) -> subprocess.CompletedProcess:
+    """kubectl with the server's kubeconfig but another bearer token (a user's)."""
+    return server.kubectl(f"--token={token}", *args, check=check, input=input,
+                          timeout=timeout)
 
 
 def _ns_name(nodeid: str) -> str:
