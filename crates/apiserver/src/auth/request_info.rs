@@ -179,6 +179,7 @@ mod tests {
     /// Upstream `TestGetAPIRequestInfo`'s successful cases: method, path, then verb,
     /// prefix, group, version, namespace, resource, subresource, name, parts.
     #[test]
+    #[allow(clippy::type_complexity)]
     fn upstream_request_info_table() {
         /// method, path, verb, prefix, group, version, namespace, resource, subresource,
         /// name, parts

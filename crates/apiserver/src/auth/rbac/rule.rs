@@ -282,7 +282,9 @@ pub fn covers(owner: &[PolicyRule], servant: &[PolicyRule]) -> (bool, Vec<Policy
 /// all their verbs (upstream `CompactRules`); other rules are kept as they are.
 pub fn compact(rules: &[PolicyRule]) -> Vec<PolicyRule> {
     let mut out: Vec<PolicyRule> = Vec::new();
-    let mut simple: Vec<((String, String, Option<String>), PolicyRule)> = Vec::new();
+    // (group, resource, name) → the merged rule
+    type Key = (String, String, Option<String>);
+    let mut simple: Vec<(Key, PolicyRule)> = Vec::new();
     for r in rules {
         let is_simple = r.resource_names.len() <= 1
             && r.non_resource_urls.is_empty()

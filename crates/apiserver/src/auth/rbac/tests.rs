@@ -80,7 +80,7 @@ fn authorizer_table() {
         pass: Vec<(UserInfo, RequestInfo)>,
         fail: Vec<(UserInfo, RequestInfo)>,
     }
-    let cases = vec![
+    let cases = [
         Case {
             policy: Policy::build(
                 vec![cluster_role("admin", vec![rule("*", "*", "*", "*")])],
@@ -243,6 +243,7 @@ fn authorizer_table() {
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn applies_to_table() {
     // upstream TestAppliesTo: (subjects, user, namespace, applies, index)
     let sa = |ns: &str, name: &str| Subject {

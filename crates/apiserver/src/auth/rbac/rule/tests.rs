@@ -21,6 +21,7 @@ fn same_set(a: &[PolicyRule], b: &[PolicyRule]) -> bool {
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn covers_table() {
     // (name, owner, servant, covered, uncovered)
     let cases: Vec<(
