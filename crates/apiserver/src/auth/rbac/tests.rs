@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::auth::RequestInfo;
+use crate::storage::store::Store;
 
 /// upstream `newRule("verbs", "groups", "resources", "urls")`: comma-separated lists,
 /// an empty string being one empty entry as `strings.Split` gives
@@ -440,4 +441,66 @@ fn aggregate_as_upstream() {
         aggregate(&["a".into(), "b".into(), "a".into()]).as_deref(),
         Some("[a, b]")
     );
+}
+
+async fn put(store: &Store, resource: &str, key: &str, obj: Value) {
+    store
+        .write(resource, key, &[], false, |_, _| {
+            Ok(crate::storage::store::WriteAction::Put(obj))
+        })
+        .await
+        .expect("write");
+}
+
+#[tokio::test]
+async fn policy_is_rebuilt_only_when_rbac_objects_change() {
+    let store = Store::new(
+        0,
+        std::collections::HashMap::new(),
+        crate::storage::persist::Committer::start(None),
+        100,
+    );
+    store.attach_committer();
+    let source = PolicySource::new(std::sync::Arc::clone(&store));
+    let first = source.policy();
+    assert!(std::sync::Arc::ptr_eq(&first, &source.policy()));
+    // another resource's write moves the resourceVersion but not the RBAC tables
+    put(
+        &store,
+        "/configmaps",
+        "default/x",
+        json!({"metadata": {"name": "x", "namespace": "default"}}),
+    )
+    .await;
+    assert!(std::sync::Arc::ptr_eq(&first, &source.policy()));
+    // a binding is seen at once
+    let alice = user("alice", "");
+    let list = res("list", "pods", "", "ns1");
+    assert!(!allowed(&source.policy(), &alice, &list));
+    put(
+        &store,
+        CLUSTER_ROLES,
+        "reader",
+        cluster_role("reader", vec![rule("list", "", "pods", "")]),
+    )
+    .await;
+    put(
+        &store,
+        ROLE_BINDINGS,
+        "ns1/b",
+        rb("ns1", "b", "ClusterRole", "reader", &["User:alice"]),
+    )
+    .await;
+    let second = source.policy();
+    assert!(!std::sync::Arc::ptr_eq(&first, &second));
+    assert!(allowed(&second, &alice, &list));
+    assert!(!allowed(&second, &alice, &res("list", "pods", "", "ns2")));
+    put(
+        &store,
+        "/configmaps",
+        "default/y",
+        json!({"metadata": {"name": "y", "namespace": "default"}}),
+    )
+    .await;
+    assert!(std::sync::Arc::ptr_eq(&second, &source.policy()));
 }
