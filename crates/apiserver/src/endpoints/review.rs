@@ -177,23 +177,29 @@ impl Api {
         let namespace = target.namespace.clone().unwrap_or_default();
         let status = match def.kind {
             "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-                let causes = validate_subject_spec(&spec);
-                if !causes.is_empty() {
-                    return Err(ApiError::invalid(AUTHORIZATION, def.kind, "", causes));
-                }
+                let mut causes = validate_subject_spec(&spec);
                 if def.kind == "LocalSubjectAccessReview" {
+                    // upstream `ValidateLocalSubjectAccessReview`: the object's namespace
+                    // is the request's (the create handler sets it)
                     if let Some(r) = present(&spec, "resourceAttributes") {
                         if s(&r, "namespace") != namespace {
-                            return Err(ApiError::bad_request(format!(
-                                "spec.resourceAttributes.namespace must match namespace: {namespace}"
-                            )));
+                            causes.push(field::invalid(
+                                "spec.resourceAttributes.namespace",
+                                Bad::str(s(&r, "namespace")),
+                                "must match metadata.namespace",
+                            ));
                         }
                     }
-                    if present(&spec, "nonResourceAttributes").is_some() {
-                        return Err(ApiError::bad_request(
-                            "disallowed on this kind of request: nonResourceAttributes",
+                    if let Some(n) = present(&spec, "nonResourceAttributes") {
+                        causes.push(field::invalid(
+                            "spec.nonResourceAttributes",
+                            Bad::Json(n),
+                            "disallowed on this kind of request",
                         ));
                     }
+                }
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(AUTHORIZATION, def.kind, "", causes));
                 }
                 let subject = spec_user(&spec);
                 let request = review_request(&spec);

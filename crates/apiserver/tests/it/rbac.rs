@@ -269,10 +269,10 @@ fn access_reviews_answer_as_the_authorizer() {
         "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
         &json!({"spec": {"user": "alice", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "team"}}}),
     );
-    assert_eq!(code, 400);
+    assert_eq!(code, 422);
     assert_eq!(
         v["message"],
-        "spec.resourceAttributes.namespace must match namespace: default"
+        "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"team\": must match metadata.namespace"
     );
     // reviews are never stored: no list, no get
     let (code, _) = r.as_user(

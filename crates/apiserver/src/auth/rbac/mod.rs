@@ -15,7 +15,7 @@ pub mod rule;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
@@ -452,7 +452,7 @@ struct Cached {
 /// tables are still the same (persistent maps: a pointer comparison).
 pub struct PolicySource {
     store: Arc<Store>,
-    cached: Mutex<Option<Cached>>,
+    cached: RwLock<Option<Cached>>,
 }
 
 impl PolicySource {
@@ -460,18 +460,26 @@ impl PolicySource {
     pub fn new(store: Arc<Store>) -> PolicySource {
         PolicySource {
             store,
-            cached: Mutex::new(None),
+            cached: RwLock::new(None),
         }
     }
 
     /// The policy as stored now.
     pub fn policy(&self) -> Arc<Policy> {
         let rv = self.store.current_rv();
-        let mut guard = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = guard.as_ref() {
-            if c.rv == rv {
-                return Arc::clone(&c.policy);
-            }
+        // the common case: nothing was written since the last look (a shared lock)
+        if let Some(c) = self
+            .cached
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|c| c.rv == rv)
+        {
+            return Arc::clone(&c.policy);
+        }
+        let mut guard = self.cached.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = guard.as_ref().filter(|c| c.rv == rv) {
+            return Arc::clone(&c.policy);
         }
         let tables = [CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS]
             .map(|k| self.store.snapshot(k).table);
