@@ -8,6 +8,7 @@
 //! ([`crate::machinery::user::current`]) for the checks that need it later (escalation
 //! checks on RBAC writes, TokenRequest, SelfSubjectReview).
 
+pub mod authn;
 pub mod rbac;
 pub mod request_info;
 
@@ -216,34 +217,6 @@ impl Authenticator for StaticToken {
     }
 }
 
-/// Several bearer tokens, each of one user (the admin token and
-/// [`crate::server::Config::extra_tokens`]); an unknown token is refused.
-pub struct TokenList(pub Vec<StaticToken>);
-
-impl Authenticator for TokenList {
-    fn authenticate(
-        &self,
-        headers: &HeaderMap,
-        _peer: Option<&PeerCertificate>,
-    ) -> Result<Option<Authenticated>, AuthnError> {
-        match bearer_token(headers) {
-            None => Ok(None),
-            Some(t) => self.authenticate_token(t, &[]),
-        }
-    }
-
-    fn authenticate_token(
-        &self,
-        token: &str,
-        audiences: &[String],
-    ) -> Result<Option<Authenticated>, AuthnError> {
-        match self.0.iter().find(|s| s.token == token) {
-            Some(s) => s.authenticate_token(token, audiences),
-            None => Err(AuthnError("invalid bearer token".into())),
-        }
-    }
-}
-
 /// How a server authenticates and authorizes.
 #[derive(Clone)]
 pub struct Auth {
@@ -255,6 +228,9 @@ pub struct Auth {
     pub anonymous: bool,
     /// What users may do.
     pub authorizer: Arc<dyn Authorizer>,
+    /// The service account token issuer (TokenRequest, OIDC discovery); `None` when
+    /// the server authenticates nobody.
+    pub service_accounts: Option<Arc<authn::serviceaccount::ServiceAccountTokens>>,
 }
 
 impl Auth {
@@ -264,6 +240,7 @@ impl Auth {
             authenticator: None,
             anonymous: false,
             authorizer: Arc::new(AlwaysAllow),
+            service_accounts: None,
         }
     }
 

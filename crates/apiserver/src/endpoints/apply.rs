@@ -26,6 +26,7 @@ impl Api {
                 Subresource::Scale
                     | Subresource::Binding
                     | Subresource::Eviction
+                    | Subresource::Token
                     | Subresource::Finalize
                     | Subresource::Approval
             )

@@ -72,6 +72,7 @@ fn sub_kind(sub: Subresource) -> (&'static str, &'static str, &'static str) {
         Subresource::Attach => ("", "", "PodAttachOptions"),
         Subresource::PortForward => ("", "", "PodPortForwardOptions"),
         Subresource::Eviction => ("policy", "v1", "Eviction"),
+        Subresource::Token => ("authentication.k8s.io", "v1", "TokenRequest"),
         _ => ("", "", ""),
     }
 }

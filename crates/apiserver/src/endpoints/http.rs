@@ -64,6 +64,7 @@ fn admit(
     if public_path(path) {
         return Ok(user);
     }
+    let user = crate::auth::authn::impersonation::impersonate(auth, user, &parts.headers)?;
     let info = request_info::parse(method, path, raw_query).map_err(ApiError::bad_request)?;
     auth.authorize(&user, &info)?;
     Ok(user)
@@ -115,6 +116,9 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
             return health(&path, &query)
         }
         "/version" | "/version/" => return json(&discovery::version()),
+        crate::endpoints::oidc::CONFIGURATION_PATH | crate::endpoints::oidc::JWKS_PATH => {
+            return crate::endpoints::oidc::serve(&state, &path, &parts.method);
+        }
         "/openapi/v2" => {
             // No v2 document: an empty protobuf body tells kubectl there is nothing to
             // validate against, so it relies on v3 and server-side field validation.

@@ -16,12 +16,14 @@ pub mod http;
 pub mod managed;
 pub mod metrics;
 pub mod negotiate;
+pub mod oidc;
 pub mod openapi;
 mod podlog;
 mod read;
 pub mod request;
 mod review;
 pub mod table;
+mod tokenrequest;
 mod watch;
 mod write;
 
@@ -292,7 +294,7 @@ impl Api {
         }
         if matches!(
             target.subresource,
-            Some(Subresource::Binding | Subresource::Eviction)
+            Some(Subresource::Binding | Subresource::Eviction | Subresource::Token)
         ) && method != Method::POST
         {
             return Err(ApiError::method_not_allowed(
@@ -325,6 +327,9 @@ impl Api {
             ("POST", false) => self.create(&target, query, headers, &body).await,
             ("POST", true) if target.subresource == Some(Subresource::Binding) => {
                 self.bind(&target, query, headers, &body).await
+            }
+            ("POST", true) if target.subresource == Some(Subresource::Token) => {
+                self.create_token(&target, query, headers, &body).await
             }
             ("POST", true) if target.subresource == Some(Subresource::Eviction) => {
                 self.evict(&target, query, headers, &body).await

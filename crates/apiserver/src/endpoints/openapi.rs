@@ -576,6 +576,13 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
                         gvk("", "v1", "Binding"),
                     )
                 }
+                Subresource::Token => {
+                    roots.insert("io.k8s.api.authentication.v1.TokenRequest".into());
+                    (
+                        "io.k8s.api.authentication.v1.TokenRequest".to_string(),
+                        gvk("authentication.k8s.io", "v1", "TokenRequest"),
+                    )
+                }
                 Subresource::Eviction => {
                     roots.insert("io.k8s.api.policy.v1.Eviction".into());
                     (
@@ -596,7 +603,10 @@ fn document(c: &Catalog, group: &str, version: &str) -> Value {
             if *s == Subresource::Finalize {
                 ops.retain(|k, _| k == "put");
             }
-            if matches!(s, Subresource::Binding | Subresource::Eviction) {
+            if matches!(
+                s,
+                Subresource::Binding | Subresource::Eviction | Subresource::Token
+            ) {
                 // upstream serves only POST on bindings and evictions
                 let post = create_only_post(r, &schema, sub_gvk, ns, &sub_name);
                 ops.clear();

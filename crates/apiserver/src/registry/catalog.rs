@@ -226,6 +226,9 @@ pub enum Subresource {
     /// `/eviction` on pods: delete a pod as its PodDisruptionBudget allows (create only;
     /// `policy/v1` or `policy/v1beta1` Eviction bodies).
     Eviction,
+    /// `/token` on service accounts: a TokenRequest (`authentication.k8s.io/v1`) for a
+    /// bound token (create only; nothing is stored).
+    Token,
 }
 
 impl Subresource {
@@ -242,6 +245,7 @@ impl Subresource {
             Subresource::Attach => "attach",
             Subresource::PortForward => "portforward",
             Subresource::Eviction => "eviction",
+            Subresource::Token => "token",
         }
     }
 
@@ -249,7 +253,7 @@ impl Subresource {
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
             Subresource::Finalize => &["update"],
-            Subresource::Binding | Subresource::Eviction => &["create"],
+            Subresource::Binding | Subresource::Eviction | Subresource::Token => &["create"],
             Subresource::Log => &["get"],
             Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
                 &["create", "get"]
@@ -397,7 +401,7 @@ where
 /// carry (Binding, Scale, Eviction, Status, DeleteOptions, discovery documents), generated
 /// at first use.
 pub fn definitions() -> &'static Definitions {
-    use k8s_openapi::api::{autoscaling, core, policy};
+    use k8s_openapi::api::{authentication, autoscaling, core, policy};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
     static DEFS: OnceLock<Definitions> = OnceLock::new();
     DEFS.get_or_init(|| {
@@ -405,10 +409,11 @@ pub fn definitions() -> &'static Definitions {
             .resources()
             .iter()
             .filter_map(|r| r.typed.map(|t| t.register));
-        let others: [Register; 11] = [
+        let others: [Register; 12] = [
             schema::register::<core::v1::Binding>,
             schema::register::<autoscaling::v1::Scale>,
             schema::register::<policy::v1::Eviction>,
+            schema::register::<authentication::v1::TokenRequest>,
             schema::register::<meta::Status>,
             schema::register::<meta::DeleteOptions>,
             schema::register::<meta::WatchEvent<Value>>,

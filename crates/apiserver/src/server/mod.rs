@@ -25,6 +25,8 @@ use crate::registry::catalog::Catalog;
 use crate::storage::persist::{self, Committer};
 use crate::storage::store::{Store, StoredObject, Table};
 
+pub use crate::auth::authn::AuthnOptions;
+
 /// Server options.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -41,6 +43,9 @@ pub struct Config {
     pub auth: bool,
     /// How requests are authorized (`--authorization-mode`).
     pub authorization_mode: AuthorizationMode,
+    /// How requests are authenticated (token file, service account tokens, client
+    /// certificates, anonymous requests).
+    pub authn: AuthnOptions,
     /// Events kept for watch resumption and consistent paging.
     pub history: usize,
     /// Idle interval between BOOKMARK events.
@@ -64,6 +69,7 @@ impl Config {
             tls: true,
             auth: true,
             authorization_mode: AuthorizationMode::Rbac,
+            authn: AuthnOptions::default(),
             history: 100_000,
             bookmark_interval: Duration::from_secs(10),
             metrics_api: false,
@@ -241,6 +247,126 @@ async fn bootstrap(api: &Arc<Api>) {
     policy::reconcile(api).await;
 }
 
+/// The authenticators of `config` (upstream `BuiltInAuthenticationOptions`): the
+/// admin token, `--token-auth-file`, service account tokens, bootstrap tokens, client
+/// certificates, and anonymous requests unless `--anonymous-auth=false` or
+/// `--authorization-mode=AlwaysAllow`.
+fn authentication(
+    config: &Config,
+    creds: &crate::server::tls::Credentials,
+    store: &Arc<Store>,
+    legacy_used: tokio::sync::mpsc::UnboundedSender<crate::auth::authn::serviceaccount::LegacyUse>,
+) -> Result<crate::auth::Auth, StartError> {
+    use crate::auth::authn::{self, serviceaccount as sa};
+    let o = &config.authn;
+    let audiences = o.audiences();
+    let token_file = match &o.token_auth_file {
+        Some(path) => Some(authn::tokenfile::TokenFile::read(path).map_err(StartError::Config)?),
+        None => None,
+    };
+    // test users given in code, as if they were lines of a token file
+    let token_file = if config.extra_tokens.is_empty() {
+        token_file
+    } else {
+        let mut file = token_file.unwrap_or_default();
+        for (token, user) in &config.extra_tokens {
+            file.insert(token.clone(), user.clone());
+        }
+        Some(file)
+    };
+    let (signing, public) = sa::load_keys(&sa::KeyOptions {
+        signing_key_file: o.service_account_signing_key_file.clone(),
+        key_files: o.service_account_key_files.clone(),
+        data_dir: config.data_dir.clone(),
+    })
+    .map_err(StartError::Config)?;
+    if o.service_account_issuers.is_empty() {
+        return Err(StartError::Config(
+            "--service-account-issuer: at least one issuer is required".into(),
+        ));
+    }
+    let mut tokens = sa::ServiceAccountTokens::new(
+        signing,
+        public,
+        o.service_account_issuers.clone(),
+        audiences.clone(),
+        o.service_account_max_token_expiration
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+        o.service_account_extend_token_expiration,
+        o.service_account_lookup,
+        sa::StoreGetter::new(Arc::clone(store), Some(legacy_used)),
+    );
+    tokens.jwks_uri = o.service_account_jwks_uri.clone();
+    let tokens = Arc::new(tokens);
+    let chain = authn::Chain {
+        admin: Some(crate::auth::StaticToken {
+            token: creds.token.clone(),
+            user: crate::machinery::user::UserInfo::new(
+                ADMIN_USER,
+                &[crate::machinery::user::SYSTEM_PRIVILEGED_GROUP],
+            ),
+        }),
+        token_file,
+        service_accounts: Some(Arc::clone(&tokens)),
+        bootstrap: o.enable_bootstrap_token_auth.then(|| Arc::clone(store)),
+        client_certificates: config.tls,
+        api_audiences: audiences,
+    };
+    let mut anonymous = o.anonymous_auth;
+    if anonymous && config.authorization_mode == AuthorizationMode::AlwaysAllow {
+        tracing::warn!("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer");
+        anonymous = false;
+    }
+    Ok(crate::auth::Auth {
+        authenticator: Some(Arc::new(chain)),
+        anonymous,
+        authorizer: authorizer(config.authorization_mode, store),
+        service_accounts: Some(tokens),
+    })
+}
+
+/// Labels the Secrets of legacy tokens with the day they were last used (upstream's
+/// legacy token tracking: `kubernetes.io/legacy-token-last-used`, at most daily).
+async fn mark_legacy_tokens_used(
+    api: Arc<Api>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<crate::auth::authn::serviceaccount::LegacyUse>,
+) {
+    let Some(def) = Catalog::builtin().lookup("", "v1", "secrets") else {
+        return;
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "content-type",
+        axum::http::HeaderValue::from_static("application/merge-patch+json"),
+    );
+    let user = Arc::new(crate::machinery::user::UserInfo::apiserver());
+    let mut done: HashMap<(String, String), String> = HashMap::new();
+    while let Some((ns, name, day)) = rx.recv().await {
+        let key = (ns.clone(), name.clone());
+        if done.get(&key) == Some(&day) {
+            continue;
+        }
+        done.insert(key, day.clone());
+        let target = Target {
+            resource: def,
+            namespace: Some(ns.clone()),
+            name: Some(name.clone()),
+            subresource: None,
+            legacy_watch: false,
+        };
+        let body = json!({"metadata": {"labels": {
+            apimachinery::serviceaccount::validate::LAST_USED_LABEL: day
+        }}})
+        .to_string();
+        let query = Query::default();
+        let served = api.serve(&Method::PATCH, target, &query, &headers, body.into());
+        if let Err(e) = crate::machinery::user::scope(Arc::clone(&user), served).await {
+            tracing::debug!(namespace = %ns, secret = %name, error = %e, "labelling a legacy token as used");
+        }
+    }
+}
+
 fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
@@ -288,30 +414,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     } else {
         None
     };
-    let auth =
-        match (&creds, config.auth) {
-            (Some(c), true) => crate::auth::Auth {
-                authenticator: Some(Arc::new(crate::auth::TokenList(
-                    std::iter::once(crate::auth::StaticToken {
-                        token: c.token.clone(),
-                        user: crate::machinery::user::UserInfo::new(
-                            ADMIN_USER,
-                            &[crate::machinery::user::SYSTEM_PRIVILEGED_GROUP],
-                        ),
-                    })
-                    .chain(config.extra_tokens.iter().map(|(token, user)| {
-                        crate::auth::StaticToken {
-                            token: token.clone(),
-                            user: user.clone(),
-                        }
-                    }))
-                    .collect(),
-                ))),
-                anonymous: false,
-                authorizer: authorizer(config.authorization_mode, &store),
-            },
-            _ => crate::auth::Auth::none(),
-        };
+    let (legacy_used_tx, legacy_used_rx) = tokio::sync::mpsc::unbounded_channel();
+    let auth = match (&creds, config.auth) {
+        (Some(c), true) => authentication(&config, c, &store, legacy_used_tx)?,
+        _ => crate::auth::Auth::none(),
+    };
     let api = Arc::new(Api::new(
         store.clone(),
         config.bookmark_interval,
@@ -325,6 +432,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     );
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
+    tokio::spawn(mark_legacy_tokens_used(Arc::clone(&api), legacy_used_rx));
 
     let listener = TcpListener::bind(config.bind)
         .await
@@ -341,8 +449,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let url = format!("{scheme}://{host}:{}", addr.port());
     let (tls, ca_pem, token) = match &creds {
         Some(creds) => {
-            let tls = if config.tls {
-                Some(crate::server::tls::server_config(creds)?)
+            let tls = if config.tls && config.auth {
+                let client_ca = match &config.authn.client_ca_file {
+                    Some(path) => std::fs::read_to_string(path)
+                        .map_err(|e| StartError::Io(path.display().to_string(), e))?,
+                    None => creds.ca_pem.clone(),
+                };
+                Some(crate::server::tls::server_config(creds, Some(&client_ca))?)
+            } else if config.tls {
+                Some(crate::server::tls::server_config(creds, None)?)
             } else {
                 None
             };
@@ -388,11 +503,28 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             let acceptor = acceptor.clone();
             let stop = stop.clone();
             tokio::spawn(async move {
-                let service = TowerToHyperService::new(app);
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let result = match acceptor {
                     Some(acc) => match acc.accept(stream).await {
                         Ok(tls) => {
+                            // the verified client certificate goes with every request
+                            // of the connection
+                            let peer = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|c| c.first())
+                                .map(|c| crate::auth::PeerCertificate(Arc::new(c.to_vec())));
+                            let app = tower::ServiceExt::map_request(
+                                app,
+                                move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                                    if let Some(p) = &peer {
+                                        req.extensions_mut().insert(p.clone());
+                                    }
+                                    req
+                                },
+                            );
+                            let service = TowerToHyperService::new(app);
                             let conn =
                                 builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                             tokio::select! { r = conn => r, _ = stop.cancelled() => Ok(()) }
@@ -403,6 +535,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                         }
                     },
                     None => {
+                        let service = TowerToHyperService::new(app);
                         let conn =
                             builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         tokio::select! { r = conn => r, _ = stop.cancelled() => Ok(()) }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::registry::catalog::{Kind, ResourceDef, Strategy};
+use crate::registry::catalog::{Kind, ResourceDef, Strategy, Subresource};
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
@@ -15,6 +15,10 @@ pub static KIND: Kind = Kind::new(&["sa"], &ServiceAccountStrategy);
 pub struct ServiceAccountStrategy;
 
 impl Strategy for ServiceAccountStrategy {
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Token]
+    }
+
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
     }
