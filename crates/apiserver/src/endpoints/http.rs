@@ -117,7 +117,12 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         }
         "/version" | "/version/" => return json(&discovery::version()),
         crate::endpoints::oidc::CONFIGURATION_PATH | crate::endpoints::oidc::JWKS_PATH => {
-            return crate::endpoints::oidc::serve(&state, &path, &parts.method);
+            return crate::endpoints::oidc::serve(
+                &state.api,
+                &state.server_address,
+                &path,
+                &parts.method,
+            );
         }
         "/openapi/v2" => {
             // No v2 document: an empty protobuf body tells kubectl there is nothing to

@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::json;
 
 use super::error_response;
-use super::http::HttpState;
+use super::Api;
 use apimachinery::status::ApiError;
 
 /// The OpenID configuration document.
@@ -21,8 +21,8 @@ pub const JWKS_PATH: &str = "/openid/v1/jwks";
 const MAX_AGE: u32 = 3600;
 
 /// The two documents, or 404 when discovery is off.
-pub fn serve(state: &HttpState, path: &str, method: &Method) -> Response {
-    let Some(sa) = state.api.auth.service_accounts.as_ref() else {
+pub fn serve(api: &Api, server_address: &str, path: &str, method: &Method) -> Response {
+    let Some(sa) = api.auth.service_accounts.as_ref() else {
         return error_response(&ApiError::path_not_found());
     };
     let issuer = sa.issuer();
@@ -38,7 +38,7 @@ pub fn serve(state: &HttpState, path: &str, method: &Method) -> Response {
         let jwks_uri = sa
             .jwks_uri
             .clone()
-            .unwrap_or_else(|| format!("https://{}{JWKS_PATH}", state.server_address));
+            .unwrap_or_else(|| format!("https://{}{JWKS_PATH}", server_address));
         let mut algs: Vec<&str> = sa
             .public_keys
             .iter()

@@ -491,9 +491,14 @@ fn public_paths_and_credentials() {
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
         );
     }
-    // discovery needs credentials
-    let (code, _) = r.as_user("", "GET", "/apis", &Value::Null);
-    assert_eq!(code, 401);
+    // anonymous requests (on by default, as kube-apiserver's) may not read discovery:
+    // system:discovery is bound to authenticated users only
+    let (code, v) = r.as_user("", "GET", "/apis", &Value::Null);
+    assert_eq!(code, 403);
+    assert_eq!(
+        v["message"],
+        "forbidden: User \"system:anonymous\" cannot get path \"/apis\""
+    );
     // every authenticated user reads discovery (system:discovery), but not other paths
     let (code, _) = r.as_user(BOB, "GET", "/apis", &Value::Null);
     assert_eq!(code, 200);
