@@ -300,7 +300,8 @@ impl Api {
             def.group,
             def.plural,
             target.namespace.as_deref().unwrap_or(""),
-            &given_name,
+            // the request's name: none on a create (upstream's RequestInfo)
+            "",
             &obj,
         ) {
             let store = &self.store;
@@ -468,11 +469,20 @@ impl Api {
         // --- RBAC escalation check of an update (upstream's policybased RBAC storage):
         // whether the author is exempt is decided here, against the stored object (a
         // binding's roleRef is immutable); the rules are compared inside the write
-        let rbac_guard = match (sub, self.store.get(&def.storage_key(), &key)) {
-            (None, Some(stored)) => stored.value().ok().and_then(|current| {
+        let rbac_user = crate::auth::current_user().filter(|u| {
+            sub.is_none()
+                && crate::auth::rbac::escalation::RbacKind::of(def.group, def.plural).is_some()
+                && !u.in_group(crate::machinery::user::SYSTEM_PRIVILEGED_GROUP)
+        });
+        let stored = rbac_user
+            .as_ref()
+            .and_then(|_| self.store.get(&def.storage_key(), &key));
+        let rbac_guard = match stored {
+            None => None,
+            Some(stored) => stored.value().ok().and_then(|current| {
                 crate::auth::rbac::escalation::prepare(
                     &*self.auth.authorizer,
-                    crate::auth::current_user().as_deref(),
+                    rbac_user.as_deref(),
                     def.group,
                     def.plural,
                     target.namespace.as_deref().unwrap_or(""),
@@ -480,7 +490,6 @@ impl Api {
                     &current,
                 )
             }),
-            _ => None,
         };
         // --- end RBAC escalation check
         let outcome = self
