@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::json;
 
 use super::error_response;
-use super::Api;
+use crate::auth::authn::serviceaccount::ServiceAccountTokens;
 use apimachinery::status::ApiError;
 
 /// The OpenID configuration document.
@@ -20,9 +20,15 @@ pub const JWKS_PATH: &str = "/openid/v1/jwks";
 /// How long clients may cache both documents (upstream: the keys' cache age).
 const MAX_AGE: u32 = 3600;
 
-/// The two documents, or 404 when discovery is off.
-pub fn serve(api: &Api, server_address: &str, path: &str, method: &Method) -> Response {
-    let Some(sa) = api.auth.service_accounts.as_ref() else {
+/// The two documents of `sa`'s issuer, or 404 when discovery is off;
+/// `server_address` (`host:port`) makes the default `jwks_uri`.
+pub fn serve(
+    sa: Option<&ServiceAccountTokens>,
+    server_address: &str,
+    path: &str,
+    method: &Method,
+) -> Response {
+    let Some(sa) = sa else {
         return error_response(&ApiError::path_not_found());
     };
     let issuer = sa.issuer();
@@ -38,7 +44,7 @@ pub fn serve(api: &Api, server_address: &str, path: &str, method: &Method) -> Re
         let jwks_uri = sa
             .jwks_uri
             .clone()
-            .unwrap_or_else(|| format!("https://{}{JWKS_PATH}", server_address));
+            .unwrap_or_else(|| format!("https://{server_address}{JWKS_PATH}"));
         let mut algs: Vec<&str> = sa
             .public_keys
             .iter()
