@@ -39,8 +39,9 @@ fn public_path(path: &str) -> bool {
 }
 
 /// Who sends the request and whether they may make it: the user, or the 401/403 to
-/// answer. Public paths are served to anyone (upstream binds them to
-/// `system:unauthenticated` through `system:public-info-viewer`).
+/// answer. Public paths are served to anyone without credentials (upstream binds them
+/// to `system:unauthenticated` through `system:public-info-viewer`), but credentials
+/// that are present and invalid are refused (401) there too, as upstream.
 fn admit(
     state: &HttpState,
     method: &Method,
@@ -52,10 +53,13 @@ fn admit(
     let peer = parts.extensions.get::<PeerCertificate>();
     let user = match auth.authenticate(&parts.headers, peer) {
         Ok(u) => u,
-        Err(_) if public_path(path) => UserInfo::new(
-            crate::machinery::user::ANONYMOUS,
-            &[crate::machinery::user::ALL_UNAUTHENTICATED],
-        ),
+        // a public path is served without credentials, but invalid ones are 401
+        Err(_) if public_path(path) && !parts.headers.contains_key("authorization") => {
+            UserInfo::new(
+                crate::machinery::user::ANONYMOUS,
+                &[crate::machinery::user::ALL_UNAUTHENTICATED],
+            )
+        }
         Err(e) => return Err(e),
     };
     if public_path(path) {
@@ -124,11 +128,14 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         "/openapi/v2" => {
             // No v2 document: an empty protobuf body tells kubectl there is nothing to
             // validate against, so it relies on v3 and server-side field validation.
+            // The media type is the one kube-openapi answers with (`.v1.0`; the `@v1.0`
+            // form clients may ask for is no valid media type for Go's parser, and a
+            // kind without PATCH, like the reviews, makes kubectl read this document).
             let mut r = Response::new(Body::empty());
             r.headers_mut().insert(
                 "content-type",
                 HeaderValue::from_static(
-                    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
                 ),
             );
             return r;
