@@ -57,6 +57,81 @@ struct ServerArgs {
     /// pods report, as metrics-server would (always on with `up`).
     #[arg(long)]
     metrics_api: bool,
+    #[command(flatten)]
+    authn: AuthnArgs,
+}
+
+/// kube-apiserver's authentication flags.
+#[derive(clap::Args, Clone)]
+struct AuthnArgs {
+    /// A CSV file of static bearer tokens: `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// PEM file(s) of public (or private) keys service account tokens are verified
+    /// with; the signing key's public key is always one.
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// PEM private key service account tokens are signed with (default: `sa.key` in
+    /// --data-dir, generated on first start).
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// Issuer of service account tokens (repeatable: the first signs, all are
+    /// accepted).
+    #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
+    service_account_issuer: Vec<String>,
+    /// Audiences of the API server: a token's audiences must include one (default:
+    /// the issuers).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// Longest lifetime a TokenRequest may get; longer requests are shortened.
+    #[arg(long, value_parser = go_duration)]
+    service_account_max_token_expiration: Option<std::time::Duration>,
+    /// Give the kubelet's projected tokens (pod-bound, 3607s) a year, warning after
+    /// the hour they asked for.
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    service_account_extend_token_expiration: bool,
+    /// Check that a legacy token's Secret and service account still exist.
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    service_account_lookup: bool,
+    /// The `jwks_uri` of the OpenID configuration (default:
+    /// `https://<server address>/openid/v1/jwks`).
+    #[arg(long)]
+    service_account_jwks_uri: Option<String>,
+    /// Accept bootstrap tokens (`bootstrap-token-<id>` Secrets in kube-system).
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    enable_bootstrap_token_auth: bool,
+    /// CA bundle client certificates are verified against (default: the CA in
+    /// --data-dir, `ca.crt`, whose key `ca.key` signs client certificates).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Serve requests without credentials as `system:anonymous` (forced off with
+    /// --authorization-mode=AlwaysAllow, as kube-apiserver does).
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    anonymous_auth: bool,
+}
+
+impl AuthnArgs {
+    fn options(&self) -> coxswain_apiserver::server::AuthnOptions {
+        coxswain_apiserver::server::AuthnOptions {
+            token_auth_file: self.token_auth_file.clone(),
+            service_account_key_files: self.service_account_key_file.clone(),
+            service_account_signing_key_file: self.service_account_signing_key_file.clone(),
+            service_account_issuers: self.service_account_issuer.clone(),
+            api_audiences: self.api_audiences.clone(),
+            service_account_max_token_expiration: self.service_account_max_token_expiration,
+            service_account_extend_token_expiration: self.service_account_extend_token_expiration,
+            service_account_lookup: self.service_account_lookup,
+            enable_bootstrap_token_auth: self.enable_bootstrap_token_auth,
+            client_ca_file: self.client_ca_file.clone(),
+            anonymous_auth: self.anonymous_auth,
+            service_account_jwks_uri: self.service_account_jwks_uri.clone(),
+        }
+    }
+}
+
+/// A Go `time.ParseDuration` string.
+fn go_duration(s: &str) -> Result<std::time::Duration, String> {
+    apimachinery::duration::parse_std(s)
 }
 
 #[derive(Subcommand)]
@@ -185,6 +260,7 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     };
     c.history = args.watch_history;
     c.metrics_api = args.metrics_api;
+    c.authn = args.authn.options();
     c
 }
 
@@ -306,4 +382,61 @@ fn main() -> anyhow::Result<()> {
         }
     })?;
     std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flags_are_unique() {
+        // `up` flattens the API server's and the controller manager's flags
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn authentication_flags() {
+        let cli = Cli::try_parse_from([
+            "coxswain",
+            "apiserver",
+            "--token-auth-file=/t.csv",
+            "--service-account-issuer=https://a",
+            "--service-account-issuer=https://b",
+            "--api-audiences=x,y",
+            "--service-account-max-token-expiration=48h",
+            "--anonymous-auth=false",
+            "--enable-bootstrap-token-auth",
+            "--service-account-key-file=/k1",
+            "--service-account-key-file=/k2",
+        ])
+        .unwrap();
+        let Command::Apiserver(a) = cli.command else {
+            panic!("apiserver")
+        };
+        let o = config(&a).authn;
+        assert_eq!(o.token_auth_file, Some(PathBuf::from("/t.csv")));
+        assert_eq!(o.service_account_issuers, ["https://a", "https://b"]);
+        assert_eq!(o.api_audiences, ["x", "y"]);
+        assert_eq!(
+            o.service_account_max_token_expiration,
+            Some(std::time::Duration::from_secs(48 * 3600))
+        );
+        assert!(!o.anonymous_auth);
+        assert!(o.enable_bootstrap_token_auth);
+        assert_eq!(o.service_account_key_files.len(), 2);
+        let Command::Apiserver(d) = Cli::try_parse_from(["coxswain", "apiserver"])
+            .unwrap()
+            .command
+        else {
+            panic!("apiserver")
+        };
+        let d = config(&d).authn;
+        assert!(d.anonymous_auth && d.service_account_lookup);
+        assert_eq!(
+            d.service_account_issuers,
+            ["https://kubernetes.default.svc.cluster.local"]
+        );
+        assert_eq!(d.audiences(), d.service_account_issuers);
+    }
 }

@@ -79,7 +79,7 @@ impl Api {
         let (mut req, _) = decode(
             headers,
             body,
-            &Expected::object("TokenRequest", "authentication.k8s.io/v1", false),
+            &Expected::object("TokenRequest", "authentication.k8s.io/v1", true),
         )?;
         // name and namespace of the body must match the URL's when given
         let body_name = str_at(&req, "/metadata/name").to_string();

@@ -33,7 +33,8 @@ struct Tls {
     _rt: tokio::runtime::Runtime,
 }
 
-const TOKEN_FILE: &str = "jane-token,jane,u-jane,\"dev,ops\"\nroot-token,root,u-root,system:masters\n";
+const TOKEN_FILE: &str =
+    "jane-token,jane,u-jane,\"dev,ops\"\nroot-token,root,u-root,system:masters\n";
 
 fn start(adjust: impl FnOnce(&mut coxswain_apiserver::server::Config, &std::path::Path)) -> Tls {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -97,8 +98,8 @@ impl Tls {
             }
             _ => builder.with_no_client_auth(),
         };
-        let conn = rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap())
-            .unwrap();
+        let conn =
+            rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
         let tcp = TcpStream::connect(self.addr).expect("connect");
         tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let mut s = rustls::StreamOwned::new(conn, tcp);
@@ -129,7 +130,10 @@ impl Tls {
         let head = String::from_utf8_lossy(&raw[..end]).to_string();
         let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap();
         let mut b = raw[end + 4..].to_vec();
-        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
             b = dechunk(&b);
         }
         (code, serde_json::from_slice(&b).unwrap_or(Value::Null))
@@ -162,7 +166,12 @@ impl Tls {
     /// Who `cred` authenticates as: the user a 403 names, `Some("<admin>")` when the
     /// request is allowed, `None` on 401 (or no answer).
     fn who(&self, cred: &Cred) -> Option<String> {
-        let (code, v) = self.call("GET", "/api/v1/namespaces/kube-system/secrets", cred, &Value::Null);
+        let (code, v) = self.call(
+            "GET",
+            "/api/v1/namespaces/kube-system/secrets",
+            cred,
+            &Value::Null,
+        );
         match code {
             200 => Some("<allowed>".into()),
             403 => {
@@ -187,7 +196,8 @@ impl Tls {
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(pos) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&b[..pos]).trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&b[..pos]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -205,43 +215,77 @@ fn tokens_anonymous_and_token_file() {
     let s = start(|_, _| {});
     assert_eq!(s.who(&s.admin()).as_deref(), Some("<allowed>"));
     // a token nobody knows: upstream's 401
-    let (code, v) = s.call("GET", "/api/v1/namespaces", &Cred::Bearer("nope".into()), &Value::Null);
+    let (code, v) = s.call(
+        "GET",
+        "/api/v1/namespaces",
+        &Cred::Bearer("nope".into()),
+        &Value::Null,
+    );
     assert_eq!(code, 401);
     assert_eq!(v, serde_json::from_str::<Value>(UNAUTHORIZED).unwrap());
     // no credentials: anonymous, refused by the authorizer
     assert_eq!(s.who(&Cred::None).as_deref(), Some("system:anonymous"));
     assert_eq!(s.call("GET", "/healthz", &Cred::None, &Value::Null).0, 200);
     // --token-auth-file
-    assert_eq!(s.who(&Cred::Bearer("jane-token".into())).as_deref(), Some("jane"));
-    assert_eq!(s.who(&Cred::Bearer("root-token".into())).as_deref(), Some("<allowed>"));
+    assert_eq!(
+        s.who(&Cred::Bearer("jane-token".into())).as_deref(),
+        Some("jane")
+    );
+    assert_eq!(
+        s.who(&Cred::Bearer("root-token".into())).as_deref(),
+        Some("<allowed>")
+    );
 }
 
 #[test]
 fn anonymous_auth_can_be_turned_off_and_is_off_with_always_allow() {
     let s = start(|c, _| c.authn.anonymous_auth = false);
-    assert_eq!(s.call("GET", "/api/v1/namespaces", &Cred::None, &Value::Null).0, 401);
+    assert_eq!(
+        s.call("GET", "/api/v1/namespaces", &Cred::None, &Value::Null)
+            .0,
+        401
+    );
     let s = start(|c, _| {
         c.authorization_mode = coxswain_apiserver::server::AuthorizationMode::AlwaysAllow
     });
-    assert_eq!(s.call("GET", "/api/v1/namespaces", &Cred::None, &Value::Null).0, 401);
-    assert_eq!(s.call("GET", "/api/v1/namespaces", &s.admin(), &Value::Null).0, 200);
+    assert_eq!(
+        s.call("GET", "/api/v1/namespaces", &Cred::None, &Value::Null)
+            .0,
+        401
+    );
+    assert_eq!(
+        s.call("GET", "/api/v1/namespaces", &s.admin(), &Value::Null)
+            .0,
+        200
+    );
 }
 
 #[test]
 fn token_requests() {
     let s = start(|_, _| {});
-    s.ok("POST", "/api/v1/namespaces/default/serviceaccounts", json!({"metadata": {"name": "robot"}}), 201);
+    s.ok(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "robot"}}),
+        201,
+    );
     let (code, tr) = s.token_request("robot", json!({}));
     assert_eq!(code, 201, "{tr}");
     assert_eq!(tr["kind"], "TokenRequest");
     assert_eq!(tr["apiVersion"], "authentication.k8s.io/v1");
     assert_eq!(tr["metadata"]["name"], "robot");
     assert_eq!(tr["spec"]["expirationSeconds"], 3600);
-    assert_eq!(tr["spec"]["audiences"], json!(["https://kubernetes.default.svc.cluster.local"]));
+    assert_eq!(
+        tr["spec"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
     assert!(tr["status"]["expirationTimestamp"].is_string());
     let token = tr["status"]["token"].as_str().unwrap().to_string();
     let robot = Cred::Bearer(token.clone());
-    assert_eq!(s.who(&robot).as_deref(), Some("system:serviceaccount:default:robot"));
+    assert_eq!(
+        s.who(&robot).as_deref(),
+        Some("system:serviceaccount:default:robot")
+    );
     // the claims upstream's tokens carry
     let payload: Value = serde_json::from_slice(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -249,10 +293,16 @@ fn token_requests() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(payload["iss"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(
+        payload["iss"],
+        "https://kubernetes.default.svc.cluster.local"
+    );
     assert_eq!(payload["sub"], "system:serviceaccount:default:robot");
     assert_eq!(payload["kubernetes.io"]["serviceaccount"]["name"], "robot");
-    assert_eq!(payload["exp"].as_i64().unwrap() - payload["iat"].as_i64().unwrap(), 3600);
+    assert_eq!(
+        payload["exp"].as_i64().unwrap() - payload["iat"].as_i64().unwrap(),
+        3600
+    );
 
     // validation
     let (code, v) = s.token_request("robot", json!({"expirationSeconds": 300}));
@@ -262,8 +312,16 @@ fn token_requests() {
         "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes"
     );
     let (code, v) = s.token_request("ghost", json!({}));
-    assert_eq!((code, v["message"].as_str().unwrap()), (404, "serviceaccounts \"ghost\" not found"));
-    let (code, _) = s.call("GET", "/api/v1/namespaces/default/serviceaccounts/robot/token", &s.admin(), &Value::Null);
+    assert_eq!(
+        (code, v["message"].as_str().unwrap()),
+        (404, "serviceaccounts \"ghost\" not found")
+    );
+    let (code, _) = s.call(
+        "GET",
+        "/api/v1/namespaces/default/serviceaccounts/robot/token",
+        &s.admin(),
+        &Value::Null,
+    );
     assert_eq!(code, 405);
 
     // bound to a pod: valid while the pod exists
@@ -279,35 +337,81 @@ fn token_requests() {
         json!({"metadata": {"name": "other"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
         201,
     );
-    let (code, v) = s.token_request("robot", json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "other"}}));
+    let (code, v) = s.token_request(
+        "robot",
+        json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "other"}}),
+    );
     assert_eq!(code, 400, "{v}");
     assert_eq!(v["message"], "cannot bind token for serviceaccount \"robot\" to pod running with different serviceaccount name.");
-    let (code, v) = s.token_request("robot", json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "wrong"}}));
+    let (code, v) = s.token_request(
+        "robot",
+        json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "wrong"}}),
+    );
     assert_eq!(code, 409, "{v}");
-    let (code, v) = s.token_request("robot", json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "missing"}}));
-    assert_eq!((code, v["message"].as_str().unwrap()), (404, "pods \"missing\" not found"));
-    let (code, v) = s.token_request("robot", json!({"boundObjectRef": {"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}}));
+    let (code, v) = s.token_request(
+        "robot",
+        json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "missing"}}),
+    );
+    assert_eq!(
+        (code, v["message"].as_str().unwrap()),
+        (404, "pods \"missing\" not found")
+    );
+    let (code, v) = s.token_request(
+        "robot",
+        json!({"boundObjectRef": {"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}}),
+    );
     assert_eq!(code, 400, "{v}");
-    assert_eq!(v["message"], "cannot bind token for serviceaccount \"robot\" to object of type /v1, Kind=ConfigMap.");
-    let (code, tr) = s.token_request("robot", json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}}));
+    assert_eq!(
+        v["message"],
+        "cannot bind token for serviceaccount \"robot\" to object of type /v1, Kind=ConfigMap."
+    );
+    let (code, tr) = s.token_request(
+        "robot",
+        json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}}),
+    );
     assert_eq!(code, 201, "{tr}");
     let bound = Cred::Bearer(tr["status"]["token"].as_str().unwrap().to_string());
-    assert_eq!(s.who(&bound).as_deref(), Some("system:serviceaccount:default:robot"));
-    s.ok("DELETE", "/api/v1/namespaces/default/pods/p", Value::Null, 200);
+    assert_eq!(
+        s.who(&bound).as_deref(),
+        Some("system:serviceaccount:default:robot")
+    );
+    s.ok(
+        "DELETE",
+        "/api/v1/namespaces/default/pods/p",
+        Value::Null,
+        200,
+    );
     assert_eq!(s.who(&bound), None, "a token of a deleted pod");
     // a token for another audience is not the API server's
     let (code, tr) = s.token_request("robot", json!({"audiences": ["vault"]}));
     assert_eq!(code, 201);
-    assert_eq!(s.who(&Cred::Bearer(tr["status"]["token"].as_str().unwrap().into())), None);
+    assert_eq!(
+        s.who(&Cred::Bearer(
+            tr["status"]["token"].as_str().unwrap().into()
+        )),
+        None
+    );
     // deleting the service account invalidates its tokens
-    s.ok("DELETE", "/api/v1/namespaces/default/serviceaccounts/robot", Value::Null, 200);
+    s.ok(
+        "DELETE",
+        "/api/v1/namespaces/default/serviceaccounts/robot",
+        Value::Null,
+        200,
+    );
     assert_eq!(s.who(&robot), None);
 }
 
 #[test]
 fn max_token_expiration_shortens_requests() {
-    let s = start(|c, _| c.authn.service_account_max_token_expiration = Some(Duration::from_secs(1800)));
-    s.ok("POST", "/api/v1/namespaces/default/serviceaccounts", json!({"metadata": {"name": "robot"}}), 201);
+    let s = start(|c, _| {
+        c.authn.service_account_max_token_expiration = Some(Duration::from_secs(1800))
+    });
+    s.ok(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "robot"}}),
+        201,
+    );
     let (code, tr) = s.token_request("robot", json!({"expirationSeconds": 7200}));
     assert_eq!(code, 201, "{tr}");
     assert_eq!(tr["spec"]["expirationSeconds"], 1800);
@@ -316,7 +420,12 @@ fn max_token_expiration_shortens_requests() {
 #[test]
 fn legacy_secret_tokens() {
     let s = start(|_, _| {});
-    let sa_obj = s.ok("POST", "/api/v1/namespaces/default/serviceaccounts", json!({"metadata": {"name": "old"}}), 201);
+    let sa_obj = s.ok(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "old"}}),
+        201,
+    );
     let uid = sa_obj["metadata"]["uid"].as_str().unwrap();
     let token = sa::sign_legacy(&s.signing_key(), "default", "old", uid, "old-token").unwrap();
     let b64 = base64::engine::general_purpose::STANDARD.encode(&token);
@@ -328,22 +437,40 @@ fn legacy_secret_tokens() {
         201,
     );
     let cred = Cred::Bearer(token.clone());
-    assert_eq!(s.who(&cred).as_deref(), Some("system:serviceaccount:default:old"));
+    assert_eq!(
+        s.who(&cred).as_deref(),
+        Some("system:serviceaccount:default:old")
+    );
     // the Secret is labelled with the day of use (written after the request)
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let secret = s.ok("GET", "/api/v1/namespaces/default/secrets/old-token", Value::Null, 200);
-        if let Some(day) = secret["metadata"]["labels"]["kubernetes.io/legacy-token-last-used"].as_str() {
+        let secret = s.ok(
+            "GET",
+            "/api/v1/namespaces/default/secrets/old-token",
+            Value::Null,
+            200,
+        );
+        if let Some(day) =
+            secret["metadata"]["labels"]["kubernetes.io/legacy-token-last-used"].as_str()
+        {
             assert_eq!(day, chrono::Utc::now().format("%Y-%m-%d").to_string());
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "never labelled: {secret}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never labelled: {secret}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // a token that is not the Secret's copy, and one whose Secret is gone
     let other = sa::sign_legacy(&s.signing_key(), "default", "old", uid, "other-secret").unwrap();
     assert_eq!(s.who(&Cred::Bearer(other)), None);
-    s.ok("DELETE", "/api/v1/namespaces/default/secrets/old-token", Value::Null, 200);
+    s.ok(
+        "DELETE",
+        "/api/v1/namespaces/default/secrets/old-token",
+        Value::Null,
+        200,
+    );
     assert_eq!(s.who(&cred), None);
 }
 
@@ -361,7 +488,8 @@ fn bootstrap_tokens() {
         201,
     );
     assert_eq!(
-        s.who(&Cred::Bearer("abcdef.0123456789abcdef".into())).as_deref(),
+        s.who(&Cred::Bearer("abcdef.0123456789abcdef".into()))
+            .as_deref(),
         Some("system:bootstrap:abcdef")
     );
     assert_eq!(s.who(&Cred::Bearer("abcdef.0123456789abcdee".into())), None);
@@ -374,7 +502,8 @@ fn client_cert(cn: &str, orgs: &[&str], issuer: Option<(&str, &str)>) -> (String
     p.distinguished_name = rcgen::DistinguishedName::new();
     p.distinguished_name.push(rcgen::DnType::CommonName, cn);
     for o in orgs {
-        p.distinguished_name.push(rcgen::DnType::OrganizationName, *o);
+        p.distinguished_name
+            .push(rcgen::DnType::OrganizationName, *o);
     }
     p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     let key = rcgen::KeyPair::generate().unwrap();
@@ -392,7 +521,8 @@ fn client_cert(cn: &str, orgs: &[&str], issuer: Option<(&str, &str)>) -> (String
 fn other_ca() -> (String, String) {
     let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, "coxswain-ca");
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, "coxswain-ca");
     let key = rcgen::KeyPair::generate().unwrap();
     (p.self_signed(&key).unwrap().pem(), key.serialize_pem())
 }
@@ -417,25 +547,52 @@ fn client_certificates() {
 #[test]
 fn impersonation() {
     let s = start(|_, _| {});
-    let (code, v) = s.call_with("GET", "/api/v1/namespaces/kube-system/secrets", &s.admin(), &[("Impersonate-User", "jane")], &Value::Null);
+    let (code, v) = s.call_with(
+        "GET",
+        "/api/v1/namespaces/kube-system/secrets",
+        &s.admin(),
+        &[("Impersonate-User", "jane")],
+        &Value::Null,
+    );
     assert_eq!(code, 403);
-    assert!(v["message"].as_str().unwrap().contains("User \"jane\" cannot list resource \"secrets\""), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"jane\" cannot list resource \"secrets\""),
+        "{v}"
+    );
     let (code, _) = s.call_with(
         "GET",
         "/api/v1/namespaces/kube-system/secrets",
         &s.admin(),
-        &[("Impersonate-User", "jane"), ("Impersonate-Group", "system:masters")],
+        &[
+            ("Impersonate-User", "jane"),
+            ("Impersonate-Group", "system:masters"),
+        ],
         &Value::Null,
     );
     assert_eq!(code, 200);
     // jane may not impersonate
-    let (code, v) = s.call_with("GET", "/api/v1/namespaces", &Cred::Bearer("jane-token".into()), &[("Impersonate-User", "root")], &Value::Null);
+    let (code, v) = s.call_with(
+        "GET",
+        "/api/v1/namespaces",
+        &Cred::Bearer("jane-token".into()),
+        &[("Impersonate-User", "root")],
+        &Value::Null,
+    );
     assert_eq!(code, 403);
     assert_eq!(
         v["message"],
         "users \"root\" is forbidden: User \"jane\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
     );
-    let (code, v) = s.call_with("GET", "/api/v1/namespaces", &s.admin(), &[("Impersonate-Group", "x")], &Value::Null);
+    let (code, v) = s.call_with(
+        "GET",
+        "/api/v1/namespaces",
+        &s.admin(),
+        &[("Impersonate-Group", "x")],
+        &Value::Null,
+    );
     assert_eq!(code, 500, "{v}");
 }
 
@@ -452,7 +609,11 @@ fn oidc_discovery() {
     assert_eq!(jwks["keys"][0]["kid"], kid.as_str());
     assert_eq!(jwks["keys"][0]["kty"], "EC");
     // anonymous requests are authorized like any other
-    assert_eq!(s.call("GET", "/openid/v1/jwks", &Cred::None, &Value::Null).0, 403);
+    assert_eq!(
+        s.call("GET", "/openid/v1/jwks", &Cred::None, &Value::Null)
+            .0,
+        403
+    );
 }
 
 #[test]
@@ -477,7 +638,10 @@ fn discovery_and_openapi_show_the_token_subresource() {
     assert_eq!(token, want);
     let doc = s.ok("GET", "/openapi/v3/api/v1", Value::Null, 200);
     let op = &doc["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"]["post"];
-    assert_eq!(op["operationId"], "createCoreV1NamespacedServiceAccountToken");
+    assert_eq!(
+        op["operationId"],
+        "createCoreV1NamespacedServiceAccountToken"
+    );
 }
 
 /// Mutated, forged and random tokens never authenticate as anyone but who the intact
@@ -485,10 +649,25 @@ fn discovery_and_openapi_show_the_token_subresource() {
 #[test]
 fn forged_credentials_never_authenticate() {
     let s = start(|_, _| {});
-    s.ok("POST", "/api/v1/namespaces/default/serviceaccounts", json!({"metadata": {"name": "robot"}}), 201);
-    let sa_obj = s.ok("GET", "/api/v1/namespaces/kube-system/serviceaccounts", Value::Null, 200);
+    s.ok(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "robot"}}),
+        201,
+    );
+    let sa_obj = s.ok(
+        "GET",
+        "/api/v1/namespaces/kube-system/serviceaccounts",
+        Value::Null,
+        200,
+    );
     let _ = sa_obj;
-    let robot = s.ok("GET", "/api/v1/namespaces/default/serviceaccounts/robot", Value::Null, 200);
+    let robot = s.ok(
+        "GET",
+        "/api/v1/namespaces/default/serviceaccounts/robot",
+        Value::Null,
+        200,
+    );
     let uid = robot["metadata"]["uid"].as_str().unwrap().to_string();
     let (_, tr) = s.token_request("robot", json!({}));
     let token = tr["status"]["token"].as_str().unwrap().to_string();
@@ -496,7 +675,10 @@ fn forged_credentials_never_authenticate() {
     assert_eq!(s.who(&Cred::Bearer(token.clone())).as_deref(), Some(me));
     let check = |t: String, what: &str| {
         let who = s.who(&Cred::Bearer(t.clone()));
-        assert!(who.is_none() || who.as_deref() == Some(me), "{what}: {t} authenticated as {who:?}");
+        assert!(
+            who.is_none() || who.as_deref() == Some(me),
+            "{what}: {t} authenticated as {who:?}"
+        );
     };
     let must_fail = |t: String, what: &str| {
         assert_eq!(s.who(&Cred::Bearer(t.clone())), None, "{what}: {t}");
@@ -521,13 +703,18 @@ fn forged_credentials_never_authenticate() {
     let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let parts: Vec<&str> = token.split('.').collect();
     let claims: Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(parts[1]).unwrap(),
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(parts[1])
+            .unwrap(),
     )
     .unwrap();
     // alg none, with and without a signature
     let none = enc(&json!({"alg": "none"}));
     must_fail(format!("{none}.{}.", parts[1]), "alg none");
-    must_fail(format!("{none}.{}.{}", parts[1], parts[2]), "alg none, signature kept");
+    must_fail(
+        format!("{none}.{}.{}", parts[1], parts[2]),
+        "alg none, signature kept",
+    );
     let hs = enc(&json!({"alg": "HS256", "kid": ""}));
     must_fail(format!("{hs}.{}.{}", parts[1], parts[2]), "alg HS256");
     // tampered claims with the original signature: another service account, another
@@ -555,10 +742,16 @@ fn forged_credentials_never_authenticate() {
             3600,
         )
     };
-    must_fail(sa::sign_bound(&other, &admin_claims("default", "robot", &uid)).unwrap(), "other key");
+    must_fail(
+        sa::sign_bound(&other, &admin_claims("default", "robot", &uid)).unwrap(),
+        "other key",
+    );
     let forged = sa::sign_bound(&other, &admin_claims("default", "robot", &uid)).unwrap();
     let fparts: Vec<&str> = forged.split('.').collect();
-    must_fail(format!("{}.{}.{}", parts[0], fparts[1], fparts[2]), "other key, our header");
+    must_fail(
+        format!("{}.{}.{}", parts[0], fparts[1], fparts[2]),
+        "other key, our header",
+    );
     must_fail(
         sa::sign_legacy(&other, "default", "robot", &uid, "robot-token").unwrap(),
         "legacy token of another key",
@@ -579,13 +772,24 @@ fn forged_credentials_never_authenticate() {
     let mut c = admin_claims("default", "robot", &uid);
     c.issuer = "https://elsewhere".into();
     must_fail(sa::sign_bound(&key, &c).unwrap(), "wrong issuer");
-    must_fail(sa::sign_bound(&key, &admin_claims("default", "robot", "not-the-uid")).unwrap(), "old uid");
-    must_fail(sa::sign_bound(&key, &admin_claims("default", "ghost", "x")).unwrap(), "no such account");
+    must_fail(
+        sa::sign_bound(&key, &admin_claims("default", "robot", "not-the-uid")).unwrap(),
+        "old uid",
+    );
+    must_fail(
+        sa::sign_bound(&key, &admin_claims("default", "ghost", "x")).unwrap(),
+        "no such account",
+    );
     // a legacy token without its Secret
-    must_fail(sa::sign_legacy(&key, "default", "robot", &uid, "robot-token").unwrap(), "legacy without secret");
+    must_fail(
+        sa::sign_legacy(&key, "default", "robot", &uid, "robot-token").unwrap(),
+        "legacy without secret",
+    );
     // random garbage
     for n in [1usize, 10, 100, 1000] {
-        let t: String = (0..n).map(|_| (b'a' + (rnd() % 26) as u8) as char).collect();
+        let t: String = (0..n)
+            .map(|_| (b'a' + (rnd() % 26) as u8) as char)
+            .collect();
         must_fail(t.clone(), "random");
         must_fail(format!("{t}.{t}.{t}"), "random parts");
     }
@@ -593,6 +797,10 @@ fn forged_credentials_never_authenticate() {
     let (c, k) = client_cert("admin", &["system:masters"], None);
     assert_eq!(s.who(&Cred::Cert(c, k)), None);
     let (oca, oca_key) = other_ca();
-    let (c, k) = client_cert("kubernetes-admin", &["system:masters"], Some((&oca, &oca_key)));
+    let (c, k) = client_cert(
+        "kubernetes-admin",
+        &["system:masters"],
+        Some((&oca, &oca_key)),
+    );
     assert_eq!(s.who(&Cred::Cert(c, k)), None);
 }

@@ -191,15 +191,14 @@ impl Authenticator for Chain {
                 }));
             }
         }
-        let has_header = headers.contains_key("authorization");
-        match bearer_token(headers) {
-            Some(token) => match self.token(token, None)? {
-                Some(a) => Ok(Some(a)),
-                // upstream's bearer token authenticator: a token nobody knows is an error
-                None => Err(AuthnError("invalid bearer token".into())),
-            },
-            None if has_header => Ok(None),
-            None => Ok(None),
+        // no bearer token (or another scheme): no credentials, as upstream
+        let Some(token) = bearer_token(headers) else {
+            return Ok(None);
+        };
+        match self.token(token, None)? {
+            Some(a) => Ok(Some(a)),
+            // upstream's bearer token authenticator: a token nobody knows is an error
+            None => Err(AuthnError("invalid bearer token".into())),
         }
     }
 
