@@ -134,7 +134,7 @@ impl Chain {
                 .map(|audiences| Authenticated { user, audiences })
         };
         if let Some(admin) = &self.admin {
-            if admin.token.as_bytes().len() == token.len()
+            if admin.token.len() == token.len()
                 && admin
                     .token
                     .bytes()
