@@ -402,6 +402,60 @@ fn token_requests() {
 }
 
 #[test]
+fn secret_and_node_bound_tokens() {
+    let s = start(|_, _| {});
+    s.ok(
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "robot"}}),
+        201,
+    );
+    s.ok(
+        "POST",
+        "/api/v1/namespaces/default/secrets",
+        json!({"metadata": {"name": "s"}}),
+        201,
+    );
+    s.ok(
+        "POST",
+        "/api/v1/nodes",
+        json!({"metadata": {"name": "n1"}}),
+        201,
+    );
+    let bound = |kind: &str, name: &str| {
+        let (code, tr) = s.token_request(
+            "robot",
+            json!({"boundObjectRef": {"kind": kind, "apiVersion": "v1", "name": name}}),
+        );
+        assert_eq!(code, 201, "{tr}");
+        Cred::Bearer(tr["status"]["token"].as_str().unwrap().to_string())
+    };
+    let to_secret = bound("Secret", "s");
+    let to_node = bound("Node", "n1");
+    let me = Some("system:serviceaccount:default:robot");
+    assert_eq!(s.who(&to_secret).as_deref(), me);
+    assert_eq!(s.who(&to_node).as_deref(), me);
+    s.ok(
+        "DELETE",
+        "/api/v1/namespaces/default/secrets/s",
+        Value::Null,
+        200,
+    );
+    assert_eq!(s.who(&to_secret), None, "a token of a deleted secret");
+    assert_eq!(s.who(&to_node).as_deref(), me);
+    s.ok("DELETE", "/api/v1/nodes/n1", Value::Null, 200);
+    assert_eq!(s.who(&to_node), None, "a token of a deleted node");
+    // a recreated object has another UID: old tokens stay invalid
+    s.ok(
+        "POST",
+        "/api/v1/nodes",
+        json!({"metadata": {"name": "n1"}}),
+        201,
+    );
+    assert_eq!(s.who(&to_node), None, "a token of a recreated node");
+}
+
+#[test]
 fn max_token_expiration_shortens_requests() {
     let s = start(|c, _| {
         c.authn.service_account_max_token_expiration = Some(Duration::from_secs(1800))
