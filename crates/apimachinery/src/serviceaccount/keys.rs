@@ -489,6 +489,19 @@ mod tests {
         assert_eq!(jwk["e"], "AQAB");
     }
 
+    /// upstream openidmetadata_test.go TestServeKeysetJSON's key set, byte for byte
+    #[test]
+    fn jwks_are_upstreams() {
+        let rsa = &PublicKey::all_from_pem(RSA_PUBLIC_KEY).unwrap()[0];
+        let ec = &PublicKey::all_from_pem(ECDSA_PUBLIC_KEY).unwrap()[0];
+        let got =
+            serde_json::to_string(&serde_json::json!({"keys": [rsa.jwk(), ec.jwk()]})).unwrap();
+        assert_eq!(
+            got,
+            r#"{"keys":[{"use":"sig","kty":"RSA","kid":"JHJehTTTZlsspKHT-GaJxK7Kd1NQgZJu3fyK6K_QDYU","alg":"RS256","n":"249XwEo9k4tM8fMxV7zxOhcrP-WvXn917koM5Qr2ZXs4vo26e4ytdlrV0bQ9SlcLpQVSYjIxNfhTZdDt-ecIzshKuv1gKIxbbLQMOuK1eA_4HALyEkFgmS_tleLJrhc65tKPMGD-pKQ_xhmzRuCG51RoiMgbQxaCyYxGfNLpLAZK9L0Tctv9a0mJmGIYnIOQM4kC1A1I1n3EsXMWmeJUj7OTh_AjjCnMnkgvKT2tpKxYQ59PgDgU8Ssc7RDSmSkLxnrv-OrN80j6xrw0OjEiB4Ycr0PqfzZcvy8efTtFQ_Jnc4Bp1zUtFXt7-QeevePtQ2EcyELXE0i63T1CujRMWw","e":"AQAB"},{"use":"sig","kty":"EC","kid":"SoABiieYuNx4UdqYvZRVeuC6SihxgLrhLy9peHMHpTc","crv":"P-256","alg":"ES256","x":"H6cuzP8XuD5wal6wf9M6xDljTOPLX2i8uIp_C_ASqiI","y":"BlHnikLV9PyEd6gl8k4T_3Wwoh6xd79XLoQTh2PAi1Y"}]}"#
+        );
+    }
+
     #[test]
     fn jwk_of_an_ec_key() {
         let k = &PublicKey::all_from_pem(ECDSA_PUBLIC_KEY).unwrap()[0];

@@ -32,7 +32,8 @@ pub fn serve(
         return error_response(&ApiError::path_not_found());
     };
     let issuer = sa.issuer();
-    if !issuer.starts_with("https://") {
+    // upstream serves discovery only for an https issuer URL without query or fragment
+    if !issuer.starts_with("https://") || issuer.contains(['?', '#']) {
         return error_response(&ApiError::path_not_found());
     }
     if method != Method::GET && method != Method::HEAD {
