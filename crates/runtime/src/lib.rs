@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod authfilter;
 pub mod builder;
 pub mod cache;
 pub mod client;
@@ -27,6 +28,7 @@ pub mod manager;
 pub mod metrics;
 pub mod object;
 pub mod predicate;
+pub mod serving;
 pub mod webhook;
 pub mod workqueue;
 

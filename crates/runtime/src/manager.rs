@@ -157,6 +157,9 @@ pub struct ManagerOptions {
     pub leader_election_release_on_cancel: bool,
     /// Metrics server address (`:8080` by default; `0` disables it).
     pub metrics_bind_address: String,
+    /// How the metrics server serves: HTTPS and who may read it (default: plain HTTP to
+    /// anyone, as controller-runtime's).
+    pub metrics_server: MetricsServerOptions,
     /// Health probe server address (`0` or empty, the default, disables it).
     pub health_probe_bind_address: String,
     /// Path of the readiness probe (default `/readyz`).
@@ -192,6 +195,7 @@ impl Default for ManagerOptions {
             retry_period: Duration::from_secs(2),
             leader_election_release_on_cancel: false,
             metrics_bind_address: ":8080".to_string(),
+            metrics_server: MetricsServerOptions::default(),
             health_probe_bind_address: "0".to_string(),
             readiness_endpoint_name: "/readyz".to_string(),
             liveness_endpoint_name: "/healthz".to_string(),
@@ -203,6 +207,26 @@ impl Default for ManagerOptions {
             webhook: WebhookServerOptions::default(),
         }
     }
+}
+
+/// How the metrics server serves (controller-runtime's `metricsserver.Options`): HTTPS
+/// with [`secure_serving`](Self::secure_serving), and a filter before its handlers,
+/// typically [`crate::authfilter::with_authentication_and_authorization`] (TokenReview and
+/// SubjectAccessReview to the API server; see [`crate::authfilter`] for an example).
+///
+/// When the health probes share the metrics address (as kube-controller-manager's
+/// secure port), they are served the same way and go through the same filter: let them
+/// through with [`crate::authfilter::DelegatingAuthOptions::always_allow_paths`].
+#[derive(Clone, Debug, Default)]
+pub struct MetricsServerOptions {
+    /// Serve HTTPS (default false: plain HTTP).
+    pub secure_serving: bool,
+    /// The certificate and client CA of HTTPS serving (default: a self-signed certificate
+    /// generated at start, no client certificates).
+    pub tls: crate::serving::SecureServing,
+    /// Makes the filter run before every handler of the metrics server from the
+    /// manager's client (default none: everyone may read the metrics).
+    pub filter_provider: Option<crate::authfilter::FilterProvider>,
 }
 
 /// Why the manager failed.
@@ -247,6 +271,12 @@ pub enum ManagerError {
     /// The webhook server failed to register or to start.
     #[error("webhook server: {0}")]
     Webhook(#[from] crate::webhook::Error),
+    /// HTTPS serving of the metrics server could not be set up.
+    #[error("metrics server: {0}")]
+    Serving(#[from] crate::serving::ServingError),
+    /// The metrics server's filter could not be made.
+    #[error("metrics server filter: {0}")]
+    Filter(BoxError),
     /// An extra metrics handler could not be added.
     #[error("cannot add metrics handler for {0:?}: {1}")]
     MetricsHandler(String, &'static str),
@@ -670,6 +700,7 @@ impl Manager {
         let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
         let listening = Listening {
             metrics: metrics_addr,
+            metrics_secure: self.options.metrics_server.secure_serving,
             health_probes: if shared {
                 metrics_addr
             } else {
@@ -677,13 +708,36 @@ impl Manager {
             },
             webhook: None,
         };
-        let (metrics_router, probes_router) = if shared {
+        let (mut metrics_router, probes_router) = if shared {
             (
                 self.metrics_router().merge(self.probes_router()),
                 Router::new(),
             )
         } else {
             (self.metrics_router(), self.probes_router())
+        };
+        let serving = &self.options.metrics_server;
+        if let Some(provider) = &serving.filter_provider {
+            let filter = provider
+                .provide(&self.client)
+                .map_err(ManagerError::Filter)?;
+            metrics_router = filter.apply(metrics_router);
+        }
+        let metrics = match metrics {
+            Some(listener) if serving.secure_serving => {
+                let (acceptor, watcher) = crate::serving::acceptor(&serving.tls)?;
+                tracing::info!(server = "metrics", addr = ?listener.local_addr().ok(), "serving securely");
+                let stop = servers_cancel.clone();
+                servers.spawn(crate::serving::serve(
+                    listener,
+                    acceptor,
+                    watcher,
+                    metrics_router.clone(),
+                    stop,
+                ));
+                None
+            }
+            other => other,
         };
         for (name, listener, router) in [
             ("metrics", metrics, metrics_router),
@@ -874,6 +928,8 @@ impl Manager {
 pub struct Listening {
     /// The metrics server.
     pub metrics: Option<SocketAddr>,
+    /// Whether the metrics server serves HTTPS.
+    pub metrics_secure: bool,
     /// The health probe server.
     pub health_probes: Option<SocketAddr>,
     /// The webhook server.
