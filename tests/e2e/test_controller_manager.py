@@ -6,11 +6,22 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from typing import NamedTuple, Optional
 
 import pytest
 import requests
+import urllib3
+
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
 from conftest import coxswain_bin, free_port, stop_process, wait_until
+
+
+class Endpoint(NamedTuple):
+    """The controller manager's secure port and a token allowed to read it (the
+    server's admin token, in system:masters)."""
+    url: str
+    token: Optional[str]
 
 
 def start_cm(server, *flags, port=None):
@@ -22,12 +33,14 @@ def start_cm(server, *flags, port=None):
         *flags,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, Endpoint(f"https://127.0.0.1:{port}", server.token)
 
 
-def get(url, path):
+def get(ep, path):
+    """GET over HTTPS (the certificate is self-signed) with the admin token."""
+    headers = {"Authorization": f"Bearer {ep.token}"} if ep.token else {}
     try:
-        return requests.get(url + path, timeout=2)
+        return requests.get(ep.url + path, headers=headers, verify=False, timeout=2)
     except requests.RequestException:
         return None
 

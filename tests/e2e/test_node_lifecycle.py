@@ -66,9 +66,11 @@ def ready_status(kc: Kubectl, node: str) -> str:
 
 def controllers_listing(srv: CoxswainServer) -> str:
     text = srv.log_path.read_text(errors="replace")
-    m = re.search(r"controller manager: health and metrics on (http://[0-9.:]+)", text)
+    m = re.search(r"controller manager: health and metrics on (https://[0-9.:]+)", text)
     assert m, text[-2000:]
-    return requests.get(f"{m.group(1)}/debug/controllers", timeout=5).text
+    # the secure port: self-signed, the admin token (system:masters) may read it
+    return requests.get(f"{m.group(1)}/debug/controllers", verify=False, timeout=5,
+                        headers={"Authorization": f"Bearer {srv.token}"}).text
 
 
 def test_new_nodes_are_tainted_not_ready_until_ready(kc, nlc_cluster):

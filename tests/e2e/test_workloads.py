@@ -188,14 +188,17 @@ def test_controller_manager_health_and_controllers_listing(cluster):
 
     # the whole log: on the shared cluster the start-up lines are long out of its tail
     text = Path(cluster.log_path).read_text(errors="replace")
-    m = re.search(r"controller manager: health and metrics on (http://[0-9.:]+)", text)
+    m = re.search(r"controller manager: health and metrics on (https://[0-9.:]+)", text)
     assert m, cluster.log_tail()
     base = m.group(1)
-    body = requests.get(f"{base}/healthz?verbose", timeout=5).text
+    # /healthz is served without credentials; the rest to the admin token (system:masters)
+    body = requests.get(f"{base}/healthz?verbose", verify=False, timeout=5).text
     assert "[+]deployment-controller ok" in body and "[+]replicaset-controller ok" in body
-    listing = requests.get(f"{base}/debug/controllers", timeout=5).text
+    admin = {"Authorization": f"Bearer {cluster.token}"}
+    listing = requests.get(f"{base}/debug/controllers", headers=admin, verify=False,
+                           timeout=5).text
     assert "deployment-controller enabled" in listing
-    metrics = requests.get(f"{base}/metrics", timeout=5).text
+    metrics = requests.get(f"{base}/metrics", headers=admin, verify=False, timeout=5).text
     assert 'controller_runtime_reconcile_total{controller="deployment"' in metrics
 
 

@@ -9,6 +9,8 @@ use anyhow::Context;
 use clap::ArgAction;
 use coxswain_controllers::controller_manager::{self, ControllerManagerConfig};
 use coxswain_controllers::registry::ControllerManagerOptions;
+use coxswain_runtime::authfilter::DelegatingAuthOptions;
+use coxswain_runtime::serving::{SecureServing, ServingCertificate};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// kube-controller-manager's flags (those coxswain implements).
@@ -255,12 +257,65 @@ pub struct Args {
     /// The period for syncing quota usage status in the system.
     #[arg(long, default_value = "5m0s", value_parser = go_duration)]
     resource_quota_sync_period: Duration,
-    /// Address the health and metrics server listens on.
+    /// The IP address on which to listen for the --secure-port port.
     #[arg(long, default_value = "0.0.0.0")]
     bind_address: IpAddr,
-    /// Port of the health and metrics server (0 disables it). Served as plain HTTP.
+    /// The port on which to serve HTTPS with authentication and authorization (health,
+    /// metrics, /debug/controllers). If 0, don't serve HTTPS at all.
     #[arg(long, default_value_t = 10257)]
     secure_port: u16,
+    /// The directory where the TLS certs are located (a self-signed
+    /// kube-controller-manager.crt/.key is generated there when missing; without it, in
+    /// memory). If --tls-cert-file and --tls-private-key-file are provided, this flag will
+    /// be ignored.
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// File containing the default x509 Certificate for HTTPS. (CA cert, if any,
+    /// concatenated after server cert). If HTTPS serving is enabled, and --tls-cert-file
+    /// and --tls-private-key-file are not provided, a self-signed certificate and key are
+    /// generated for the public address and saved to the directory specified by --cert-dir.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// File containing the default x509 private key matching --tls-cert-file.
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
+    /// If set, any request presenting a client certificate signed by one of the
+    /// authorities in the client-ca-file is authenticated with an identity corresponding
+    /// to the CommonName of the client certificate.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to
+    /// create tokenreviews.authentication.k8s.io (default: the connection of --kubeconfig,
+    /// --master or the in-cluster configuration).
+    #[arg(long)]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// If false, the authentication-kubeconfig will be used to lookup missing
+    /// authentication configuration from the cluster.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    authentication_skip_lookup: bool,
+    /// The duration to cache responses from the webhook token authenticator.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    authentication_token_webhook_cache_ttl: Duration,
+    /// If true, failures to look up missing authentication configuration from the cluster
+    /// are not considered fatal. Note that this can result in authentication that treats
+    /// all requests as anonymous.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    authentication_tolerate_lookup_failure: bool,
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to
+    /// create subjectaccessreviews.authorization.k8s.io (default: the connection of
+    /// --kubeconfig, --master or the in-cluster configuration).
+    #[arg(long)]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// A list of HTTP paths to skip during authorization, i.e. these are authorized
+    /// without contacting the 'core' kubernetes server.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    authorization_always_allow_paths: Vec<String>,
+    /// The duration to cache 'authorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    authorization_webhook_cache_authorized_ttl: Duration,
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    authorization_webhook_cache_unauthorized_ttl: Duration,
     /// PEM CA bundle published as `kube-root-ca.crt` in every namespace (default: the CA
     /// of the client configuration).
     #[arg(long)]
@@ -430,6 +485,46 @@ impl Args {
         Ok(())
     }
 
+    /// The secure port's certificate and client CA (`--tls-cert-file`,
+    /// `--tls-private-key-file`, `--cert-dir`, `--client-ca-file`).
+    fn secure_serving(&self) -> anyhow::Result<SecureServing> {
+        let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => ServingCertificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            (None, None) => match &self.cert_dir {
+                Some(dir) if !dir.as_os_str().is_empty() => ServingCertificate::SelfSignedIn {
+                    cert: dir.join("kube-controller-manager.crt"),
+                    key: dir.join("kube-controller-manager.key"),
+                },
+                _ => ServingCertificate::SelfSigned,
+            },
+            _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
+        };
+        Ok(SecureServing {
+            certificate,
+            client_ca_file: self.client_ca_file.clone(),
+            client_ca_pem: None,
+        })
+    }
+
+    /// Delegated authentication and authorization of the secure port.
+    fn delegating_auth(&self) -> DelegatingAuthOptions {
+        DelegatingAuthOptions {
+            token_cache_ttl: self.authentication_token_webhook_cache_ttl,
+            allow_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
+            deny_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+            always_allow_paths: self
+                .authorization_always_allow_paths
+                .iter()
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
+            ..DelegatingAuthOptions::default()
+        }
+    }
+
     fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
         self.check_volume_flags()?;
         let root_ca = match &self.root_ca_file {
@@ -453,6 +548,12 @@ impl Args {
             controller_start_interval: self.controller_start_interval,
             bind_address: self.bind_address,
             secure_port: self.secure_port,
+            serving: self.secure_serving()?,
+            auth: self.delegating_auth(),
+            authentication_kubeconfig: None,
+            authorization_kubeconfig: None,
+            authentication_skip_lookup: self.authentication_skip_lookup,
+            authentication_tolerate_lookup_failure: self.authentication_tolerate_lookup_failure,
             options: self.controller_options(root_ca),
         })
     }
@@ -461,6 +562,37 @@ impl Args {
 /// A Go `time.ParseDuration` string: `1h2m3.5s`, `300ms`, `0`.
 fn go_duration(s: &str) -> Result<Duration, String> {
     apimachinery::duration::parse_std(s)
+}
+
+/// The connection of a kubeconfig file.
+async fn kubeconfig_file(path: &std::path::Path) -> anyhow::Result<kube::Config> {
+    let kc = Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("loading kubeconfig {}", path.display()))
+}
+
+/// `--authentication-kubeconfig` and `--authorization-kubeconfig`, when given.
+async fn review_kubeconfigs(
+    args: &Args,
+    config: &mut ControllerManagerConfig,
+) -> anyhow::Result<()> {
+    if let Some(path) = &args.authentication_kubeconfig {
+        config.authentication_kubeconfig = Some(
+            kubeconfig_file(path)
+                .await
+                .context("--authentication-kubeconfig")?,
+        );
+    }
+    if let Some(path) = &args.authorization_kubeconfig {
+        config.authorization_kubeconfig = Some(
+            kubeconfig_file(path)
+                .await
+                .context("--authorization-kubeconfig")?,
+        );
+    }
+    Ok(())
 }
 
 async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
@@ -493,12 +625,13 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
 /// `coxswain controller-manager`: the process exit status.
 pub async fn run(args: Args) -> anyhow::Result<i32> {
     let kube = kube_config(&args).await?;
-    let config = args.config()?;
+    let mut config = args.config()?;
+    review_kubeconfigs(&args, &mut config).await?;
     let registry = coxswain_controllers::builtin();
     let cancel = coxswain_runtime::manager::shutdown_signal();
     match controller_manager::run(kube, &config, &registry, cancel, |l| {
         if let Some(addr) = l.metrics {
-            tracing::info!(%addr, "serving health and metrics");
+            tracing::info!(%addr, "serving securely health and metrics");
         }
     })
     .await
@@ -515,9 +648,10 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
 /// The controller manager of `coxswain up`: the controllers and options `args` select
 /// (`--controllers`, each controller's flags, `--root-ca-file`) against the embedded
 /// server; the connection (`--kubeconfig`, `--master`), leader election, the client
-/// rate limit and the serving flags are the embedded cluster's own: no leader
-/// election, no client rate limit (the server is in-process), health and metrics on a
-/// free loopback port (sent on `listening`).
+/// rate limit and the address are the embedded cluster's own: no leader election, no
+/// client rate limit (the server is in-process), health and metrics on a free loopback
+/// port (sent on `listening`), served over HTTPS with delegated authentication and
+/// authorization as the certificate and authentication flags say.
 pub async fn run_in_process(
     args: Args,
     kubeconfig: PathBuf,
@@ -548,10 +682,24 @@ pub async fn run_in_process(
             return Ok(());
         }
     };
+    let mut flags = flags;
+    if let Err(e) = review_kubeconfigs(&args, &mut flags).await {
+        tracing::error!(error = %e, "controller manager flags");
+        let _ = listening.send(None);
+        return Ok(());
+    }
     let config = ControllerManagerConfig {
         controllers: flags.controllers,
         controller_start_interval: flags.controller_start_interval,
         options: flags.options,
+        // the secure port's certificate and delegated authentication as flagged; the
+        // reviews go to the embedded server by default
+        serving: flags.serving,
+        auth: flags.auth,
+        authentication_kubeconfig: flags.authentication_kubeconfig,
+        authorization_kubeconfig: flags.authorization_kubeconfig,
+        authentication_skip_lookup: flags.authentication_skip_lookup,
+        authentication_tolerate_lookup_failure: flags.authentication_tolerate_lookup_failure,
         leader_elect: false,
         kube_api_qps: 0.0,
         min_resync_period: Duration::ZERO,
@@ -920,6 +1068,112 @@ mod volume_binder_flag_tests {
         assert!(
             Cli::try_parse_from(argv).is_err(),
             "a Go duration needs a unit"
+        );
+    }
+}
+
+#[cfg(test)]
+mod secure_serving_flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(flags: &[&str]) -> Args {
+        let argv = std::iter::once("kcm").chain(flags.iter().copied());
+        Cli::try_parse_from(argv).expect("flags parse").args
+    }
+
+    #[test]
+    fn defaults_are_kube_controller_managers() {
+        let c = args(&[]).config().expect("config");
+        assert_eq!(c.bind_address, IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(c.secure_port, 10257);
+        assert_eq!(c.serving.certificate, ServingCertificate::SelfSigned);
+        assert_eq!(c.serving.client_ca_file, None);
+        assert_eq!(c.auth, DelegatingAuthOptions::default());
+        assert!(c.auth.anonymous);
+        assert_eq!(c.auth.token_cache_ttl, Duration::from_secs(10));
+        assert_eq!(c.auth.allow_cache_ttl, Duration::from_secs(10));
+        assert_eq!(c.auth.deny_cache_ttl, Duration::from_secs(10));
+        assert_eq!(c.auth.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
+        assert_eq!(c.auth.always_allow_groups, ["system:masters"]);
+        assert!(!c.authentication_skip_lookup);
+        assert!(!c.authentication_tolerate_lookup_failure);
+        assert!(c.authentication_kubeconfig.is_none() && c.authorization_kubeconfig.is_none());
+    }
+
+    #[test]
+    fn serving_and_auth_flags_reach_the_config() {
+        let c = args(&[
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            "--tls-cert-file=/pki/kcm.crt",
+            "--tls-private-key-file",
+            "/pki/kcm.key",
+            "--cert-dir=/ignored",
+            "--client-ca-file=/pki/ca.crt",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure=true",
+            "--authentication-token-webhook-cache-ttl=1m",
+            "--authorization-always-allow-paths=/healthz,/metrics",
+            "--authorization-webhook-cache-authorized-ttl=30s",
+            "--authorization-webhook-cache-unauthorized-ttl=0s",
+        ])
+        .config()
+        .expect("config");
+        assert_eq!(c.bind_address, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(c.secure_port, 0);
+        assert_eq!(
+            c.serving.certificate,
+            ServingCertificate::Files {
+                cert: "/pki/kcm.crt".into(),
+                key: "/pki/kcm.key".into()
+            }
+        );
+        assert_eq!(c.serving.client_ca_file, Some("/pki/ca.crt".into()));
+        assert!(c.authentication_skip_lookup && c.authentication_tolerate_lookup_failure);
+        assert_eq!(c.auth.token_cache_ttl, Duration::from_secs(60));
+        assert_eq!(c.auth.always_allow_paths, ["/healthz", "/metrics"]);
+        assert_eq!(c.auth.allow_cache_ttl, Duration::from_secs(30));
+        assert_eq!(c.auth.deny_cache_ttl, Duration::ZERO);
+        // an empty list lets no path through without a review
+        let c = args(&["--authorization-always-allow-paths="])
+            .config()
+            .expect("config");
+        assert!(c.auth.always_allow_paths.is_empty());
+    }
+
+    #[test]
+    fn cert_dir_keeps_a_generated_pair_under_upstreams_names() {
+        let c = args(&["--cert-dir", "/var/run/kubernetes"])
+            .config()
+            .expect("config");
+        assert_eq!(
+            c.serving.certificate,
+            ServingCertificate::SelfSignedIn {
+                cert: "/var/run/kubernetes/kube-controller-manager.crt".into(),
+                key: "/var/run/kubernetes/kube-controller-manager.key".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn a_certificate_needs_its_key() {
+        let err = args(&["--tls-cert-file=/pki/kcm.crt"])
+            .config()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--tls-cert-file and --tls-private-key-file must be given together"
+        );
+        assert!(
+            Cli::try_parse_from(["kcm", "--authentication-token-webhook-cache-ttl=10"]).is_err()
         );
     }
 }

@@ -295,7 +295,9 @@ async fn run_server(
             addr_tx,
         ));
         if let Ok(Some(addr)) = addr_rx.await {
-            println!("controller manager: health and metrics on http://{addr} (/healthz, /metrics, /debug/controllers)");
+            println!("controller manager: health and metrics on https://{addr} (/healthz, /metrics, /debug/controllers)");
+            println!("  scrape it with a token allowed to get /metrics (the kubeconfig's admin token, or a service account's bound to a role with nonResourceURLs [/metrics]):");
+            println!("  curl -k -H \"Authorization: Bearer $(kubectl create token <service-account>)\" https://{addr}/metrics");
         }
         Some(task)
     } else {

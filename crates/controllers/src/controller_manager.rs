@@ -2,13 +2,19 @@
 //!
 //! [`run`] builds one [`Manager`] (shared informers, leader election on a Lease named
 //! `kube-controller-manager` in `kube-system` by default, metrics and health on one
-//! port), constructs the controllers `--controllers` selects, starts them with jitter
+//! HTTPS port behind delegated authentication and authorization, as
+//! kube-controller-manager's secure port: [`serving`]), constructs the controllers `--controllers` selects, starts them with jitter
 //! (`--controller-start-interval`), gives each a `/healthz/<name>` check, lists them on
 //! `/debug/controllers`, and runs until cancelled or until leadership is lost (then the
 //! controllers stop at once and the error is returned, so the process exits).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use coxswain_runtime::authfilter::{DelegatingAuth, DelegatingAuthOptions, Filter, FilterProvider};
+use coxswain_runtime::manager::MetricsServerOptions;
+use coxswain_runtime::serving::SecureServing;
 
 use coxswain_runtime::healthz;
 use coxswain_runtime::manager::{
@@ -49,6 +55,26 @@ pub struct ControllerManagerConfig {
     pub bind_address: IpAddr,
     /// `--secure-port` (default 10257; 0 disables the server).
     pub secure_port: u16,
+    /// The serving certificate (`--tls-cert-file`/`--tls-private-key-file`, `--cert-dir`;
+    /// default: self-signed, generated in memory) and `--client-ca-file`.
+    pub serving: SecureServing,
+    /// Delegated authentication and authorization of the secure port
+    /// (`--authentication-token-webhook-cache-ttl`,
+    /// `--authorization-always-allow-paths`, the authorization cache TTLs).
+    pub auth: DelegatingAuthOptions,
+    /// `--authentication-kubeconfig`: the cluster TokenReviews go to (default: the
+    /// controllers' own connection).
+    pub authentication_kubeconfig: Option<kube::Config>,
+    /// `--authorization-kubeconfig`: the cluster SubjectAccessReviews go to (default: the
+    /// controllers' own connection).
+    pub authorization_kubeconfig: Option<kube::Config>,
+    /// `--authentication-skip-lookup`: do not look the client CA up in the
+    /// `kube-system/extension-apiserver-authentication` ConfigMap when `--client-ca-file`
+    /// is not given (default false).
+    pub authentication_skip_lookup: bool,
+    /// `--authentication-tolerate-lookup-failure`: go on without a client CA when that
+    /// lookup fails (default false: the controller manager does not start).
+    pub authentication_tolerate_lookup_failure: bool,
     /// Options of the controllers themselves.
     pub options: ControllerManagerOptions,
 }
@@ -69,6 +95,12 @@ impl Default for ControllerManagerConfig {
             controller_start_interval: Duration::ZERO,
             bind_address: IpAddr::from([0, 0, 0, 0]),
             secure_port: 10257,
+            serving: SecureServing::default(),
+            auth: DelegatingAuthOptions::default(),
+            authentication_kubeconfig: None,
+            authorization_kubeconfig: None,
+            authentication_skip_lookup: false,
+            authentication_tolerate_lookup_failure: false,
             options: ControllerManagerOptions::default(),
         }
     }
@@ -88,6 +120,9 @@ pub enum ControllerManagerError {
         /// Why.
         reason: String,
     },
+    /// The secure port's authentication could not be set up.
+    #[error("delegated authentication: {0}")]
+    Authentication(String),
     /// The manager failed (lost lease, runnable error, stop timeout).
     #[error(transparent)]
     Manager(#[from] ManagerError),
@@ -149,7 +184,14 @@ pub async fn run_with_address(
     let resync = config
         .min_resync_period
         .mul_f64(1.0 + rand::rng().random_range(0.0..1.0));
+    // the secure port, unless disabled (then nothing is looked up)
+    let metrics_server = if matches!(address.trim(), "" | "0") {
+        MetricsServerOptions::default()
+    } else {
+        serving(&kube, config).await?
+    };
     let options = ManagerOptions {
+        metrics_server,
         leader_election: config.leader_elect,
         leader_election_id: config.lease_name.clone(),
         leader_election_namespace: Some(config.lease_namespace.clone()),
@@ -216,6 +258,73 @@ pub async fn run_with_address(
     )?;
     manager.start_with(cancel, on_listen).await?;
     Ok(())
+}
+
+/// The secure port: HTTPS with `config.serving`'s certificate, every request
+/// authenticated (client certificate, TokenReview, else `system:anonymous`) and authorized
+/// (the always-allowed paths, `system:masters`, else a SubjectAccessReview), as
+/// kube-controller-manager's `DelegatingAuthenticationOptions` and
+/// `DelegatingAuthorizationOptions`. Unlike kube-controller-manager, which without
+/// `--authentication-kubeconfig`/`--authorization-kubeconfig` only reviews in a cluster,
+/// the reviews default to the controllers' own connection, so that `--kubeconfig` alone
+/// gives a usable endpoint.
+async fn serving(
+    kube: &kube::Config,
+    config: &ControllerManagerConfig,
+) -> Result<MetricsServerOptions, ControllerManagerError> {
+    let client = |c: &kube::Config, what: &str| {
+        kube::Client::try_from(c.clone())
+            .map_err(|e| ControllerManagerError::Authentication(format!("{what} kubeconfig: {e}")))
+    };
+    let authn = client(
+        config.authentication_kubeconfig.as_ref().unwrap_or(kube),
+        "authentication",
+    )?;
+    let authz = client(
+        config.authorization_kubeconfig.as_ref().unwrap_or(kube),
+        "authorization",
+    )?;
+    let mut tls = config.serving.clone();
+    if tls.client_ca_file.is_none()
+        && tls.client_ca_pem.is_none()
+        && !config.authentication_skip_lookup
+    {
+        match lookup_client_ca(&authn).await {
+            Ok(Some(pem)) => tls.client_ca_pem = Some(pem),
+            Ok(None) => tracing::info!(
+                "no client-ca-file in configmap/extension-apiserver-authentication in kube-system, so client certificate authentication won't work"
+            ),
+            Err(e) if config.authentication_tolerate_lookup_failure => {
+                tracing::warn!(error = %e, "error looking up in-cluster authentication configuration");
+                tracing::warn!("continuing without authentication configuration; to require authentication configuration lookup to succeed, set --authentication-tolerate-lookup-failure=false");
+            }
+            Err(e) => {
+                return Err(ControllerManagerError::Authentication(format!(
+                    "unable to load configmap based client CA file: {e}"
+                )))
+            }
+        }
+    }
+    let auth = DelegatingAuth::with_clients(Some(authn), Some(authz), config.auth.clone());
+    Ok(MetricsServerOptions {
+        secure_serving: true,
+        tls,
+        filter_provider: Some(FilterProvider::of(Filter::delegating(Arc::new(auth)))),
+    })
+}
+
+/// The `client-ca-file` of `kube-system/extension-apiserver-authentication` (published by
+/// kube-apiserver for its extensions); `None` when absent.
+async fn lookup_client_ca(client: &kube::Client) -> Result<Option<String>, kube::Error> {
+    let api = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        client.clone(),
+        "kube-system",
+    );
+    let cm = api.get_opt("extension-apiserver-authentication").await?;
+    Ok(cm
+        .and_then(|cm| cm.data)
+        .and_then(|mut d| d.remove("client-ca-file"))
+        .filter(|pem| !pem.trim().is_empty()))
 }
 
 /// `/debug/controllers`: each known controller, whether it runs, and its aliases.

@@ -43,6 +43,7 @@
 //!     ..ManagerOptions::default()
 //! };
 //! let manager = Manager::try_default(options).await?;
+//! # drop(manager);
 //! # Ok(()) }
 //! ```
 
@@ -641,7 +642,7 @@ fn path_allowed(paths: &[String], path: &str) -> bool {
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response {
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -650,7 +651,6 @@ fn status(code: StatusCode, reason: &str, message: &str) -> Response {
         "reason": reason,
         "code": code.as_u16(),
     });
-    let mut body = body;
     if code == StatusCode::FORBIDDEN {
         body["details"] = serde_json::json!({});
     }
