@@ -257,6 +257,40 @@ pub struct Args {
     /// The period for syncing quota usage status in the system.
     #[arg(long, default_value = "5m0s", value_parser = go_duration)]
     resource_quota_sync_period: Duration,
+    /// PEM CA bundle published as `kube-root-ca.crt` in every namespace (default: the CA
+    /// of the client configuration).
+    #[arg(long)]
+    root_ca_file: Option<PathBuf>,
+    /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
+    #[arg(long = "v", default_value_t = 0)]
+    verbosity: u8,
+    /// The number of ephemeral volume syncing operations that will be done concurrently.
+    /// Larger number = faster ephemeral volume updating, but more CPU (and network) load
+    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = 5)]
+    concurrent_ephemeralvolume_syncs: usize,
+    /// The reconciler sync wait time between volume attach detach. This duration must be
+    /// larger than one second, and increasing this value from the default may allow for
+    /// volumes to be mismatched with pods.
+    #[arg(long, default_value = "1m0s", value_parser = go_duration)]
+    attach_detach_reconcile_sync_period: Duration,
+    /// Disable volume attach detach reconciler sync. Disabling this may cause volumes to
+    /// be mismatched with pods. Use wisely.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    disable_attach_detach_reconcile_sync: bool,
+    /// Prevent force detaching volumes based on maximum unmount time and node status. If
+    /// this flag is set to true, the non-graceful node shutdown feature must be used to
+    /// recover from node failure. See
+    /// <https://k8s.io/docs/storage/disable-force-detach-on-timeout/>.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    disable_force_detach_on_timeout: bool,
+}
+
+/// kube-controller-manager's secure serving flags (`--secure-port`, certificates,
+/// delegated authentication and authorization): `coxswain controller-manager` only, as
+/// `coxswain up` serves its controller manager on a loopback port of its own and its API
+/// server has flags of the same names.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServingArgs {
     /// The IP address on which to listen for the --secure-port port.
     #[arg(long, default_value = "0.0.0.0")]
     bind_address: IpAddr,
@@ -316,32 +350,71 @@ pub struct Args {
     /// The duration to cache 'unauthorized' responses from the webhook authorizer.
     #[arg(long, default_value = "10s", value_parser = go_duration)]
     authorization_webhook_cache_unauthorized_ttl: Duration,
-    /// PEM CA bundle published as `kube-root-ca.crt` in every namespace (default: the CA
-    /// of the client configuration).
-    #[arg(long)]
-    root_ca_file: Option<PathBuf>,
-    /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
-    #[arg(long = "v", default_value_t = 0)]
-    verbosity: u8,
-    /// The number of ephemeral volume syncing operations that will be done concurrently.
-    /// Larger number = faster ephemeral volume updating, but more CPU (and network) load
-    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = 5)]
-    concurrent_ephemeralvolume_syncs: usize,
-    /// The reconciler sync wait time between volume attach detach. This duration must be
-    /// larger than one second, and increasing this value from the default may allow for
-    /// volumes to be mismatched with pods.
-    #[arg(long, default_value = "1m0s", value_parser = go_duration)]
-    attach_detach_reconcile_sync_period: Duration,
-    /// Disable volume attach detach reconciler sync. Disabling this may cause volumes to
-    /// be mismatched with pods. Use wisely.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
-    disable_attach_detach_reconcile_sync: bool,
-    /// Prevent force detaching volumes based on maximum unmount time and node status. If
-    /// this flag is set to true, the non-graceful node shutdown feature must be used to
-    /// recover from node failure. See
-    /// <https://k8s.io/docs/storage/disable-force-detach-on-timeout/>.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
-    disable_force_detach_on_timeout: bool,
+}
+
+/// `coxswain controller-manager`'s flags: the controllers' and the secure port's.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Command {
+    /// The controllers' flags (shared with `coxswain up`).
+    #[command(flatten)]
+    pub args: Args,
+    /// The secure port's flags.
+    #[command(flatten)]
+    pub serving: ServingArgs,
+}
+
+impl ServingArgs {
+    /// The secure port's certificate and client CA (`--tls-cert-file`,
+    /// `--tls-private-key-file`, `--cert-dir`, `--client-ca-file`).
+    fn secure_serving(&self) -> anyhow::Result<SecureServing> {
+        let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => ServingCertificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            (None, None) => match &self.cert_dir {
+                Some(dir) if !dir.as_os_str().is_empty() => ServingCertificate::SelfSignedIn {
+                    cert: dir.join("kube-controller-manager.crt"),
+                    key: dir.join("kube-controller-manager.key"),
+                },
+                _ => ServingCertificate::SelfSigned,
+            },
+            _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
+        };
+        Ok(SecureServing {
+            certificate,
+            client_ca_file: self.client_ca_file.clone(),
+            client_ca_pem: None,
+        })
+    }
+
+    /// Delegated authentication and authorization of the secure port.
+    fn delegating_auth(&self) -> DelegatingAuthOptions {
+        DelegatingAuthOptions {
+            token_cache_ttl: self.authentication_token_webhook_cache_ttl,
+            allow_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
+            deny_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+            always_allow_paths: self
+                .authorization_always_allow_paths
+                .iter()
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
+            ..DelegatingAuthOptions::default()
+        }
+    }
+
+    /// Set the secure port's address, certificate and delegated authentication and
+    /// authorization in `config`.
+    fn apply(&self, config: &mut ControllerManagerConfig) -> anyhow::Result<()> {
+        config.bind_address = self.bind_address;
+        config.secure_port = self.secure_port;
+        config.serving = self.secure_serving()?;
+        config.auth = self.delegating_auth();
+        config.authentication_skip_lookup = self.authentication_skip_lookup;
+        config.authentication_tolerate_lookup_failure = self.authentication_tolerate_lookup_failure;
+        Ok(())
+    }
 }
 
 impl Args {
@@ -485,46 +558,6 @@ impl Args {
         Ok(())
     }
 
-    /// The secure port's certificate and client CA (`--tls-cert-file`,
-    /// `--tls-private-key-file`, `--cert-dir`, `--client-ca-file`).
-    fn secure_serving(&self) -> anyhow::Result<SecureServing> {
-        let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
-            (Some(cert), Some(key)) => ServingCertificate::Files {
-                cert: cert.clone(),
-                key: key.clone(),
-            },
-            (None, None) => match &self.cert_dir {
-                Some(dir) if !dir.as_os_str().is_empty() => ServingCertificate::SelfSignedIn {
-                    cert: dir.join("kube-controller-manager.crt"),
-                    key: dir.join("kube-controller-manager.key"),
-                },
-                _ => ServingCertificate::SelfSigned,
-            },
-            _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
-        };
-        Ok(SecureServing {
-            certificate,
-            client_ca_file: self.client_ca_file.clone(),
-            client_ca_pem: None,
-        })
-    }
-
-    /// Delegated authentication and authorization of the secure port.
-    fn delegating_auth(&self) -> DelegatingAuthOptions {
-        DelegatingAuthOptions {
-            token_cache_ttl: self.authentication_token_webhook_cache_ttl,
-            allow_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
-            deny_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
-            always_allow_paths: self
-                .authorization_always_allow_paths
-                .iter()
-                .map(|p| p.trim().to_string())
-                .filter(|p| !p.is_empty())
-                .collect(),
-            ..DelegatingAuthOptions::default()
-        }
-    }
-
     fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
         self.check_volume_flags()?;
         let root_ca = match &self.root_ca_file {
@@ -546,15 +579,8 @@ impl Args {
             kube_api_burst: self.kube_api_burst,
             min_resync_period: self.min_resync_period,
             controller_start_interval: self.controller_start_interval,
-            bind_address: self.bind_address,
-            secure_port: self.secure_port,
-            serving: self.secure_serving()?,
-            auth: self.delegating_auth(),
-            authentication_kubeconfig: None,
-            authorization_kubeconfig: None,
-            authentication_skip_lookup: self.authentication_skip_lookup,
-            authentication_tolerate_lookup_failure: self.authentication_tolerate_lookup_failure,
             options: self.controller_options(root_ca),
+            ..ControllerManagerConfig::default()
         })
     }
 }
@@ -575,7 +601,7 @@ async fn kubeconfig_file(path: &std::path::Path) -> anyhow::Result<kube::Config>
 
 /// `--authentication-kubeconfig` and `--authorization-kubeconfig`, when given.
 async fn review_kubeconfigs(
-    args: &Args,
+    args: &ServingArgs,
     config: &mut ControllerManagerConfig,
 ) -> anyhow::Result<()> {
     if let Some(path) = &args.authentication_kubeconfig {
@@ -623,10 +649,12 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
 }
 
 /// `coxswain controller-manager`: the process exit status.
-pub async fn run(args: Args) -> anyhow::Result<i32> {
+pub async fn run(command: Command) -> anyhow::Result<i32> {
+    let Command { args, serving } = command;
     let kube = kube_config(&args).await?;
     let mut config = args.config()?;
-    review_kubeconfigs(&args, &mut config).await?;
+    serving.apply(&mut config)?;
+    review_kubeconfigs(&serving, &mut config).await?;
     let registry = coxswain_controllers::builtin();
     let cancel = coxswain_runtime::manager::shutdown_signal();
     match controller_manager::run(kube, &config, &registry, cancel, |l| {
@@ -650,8 +678,9 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
 /// server; the connection (`--kubeconfig`, `--master`), leader election, the client
 /// rate limit and the address are the embedded cluster's own: no leader election, no
 /// client rate limit (the server is in-process), health and metrics on a free loopback
-/// port (sent on `listening`), served over HTTPS with delegated authentication and
-/// authorization as the certificate and authentication flags say.
+/// port (sent on `listening`), served over HTTPS (self-signed) with delegated
+/// authentication and authorization by the embedded server, as the secure port's
+/// defaults.
 pub async fn run_in_process(
     args: Args,
     kubeconfig: PathBuf,
@@ -682,24 +711,10 @@ pub async fn run_in_process(
             return Ok(());
         }
     };
-    let mut flags = flags;
-    if let Err(e) = review_kubeconfigs(&args, &mut flags).await {
-        tracing::error!(error = %e, "controller manager flags");
-        let _ = listening.send(None);
-        return Ok(());
-    }
     let config = ControllerManagerConfig {
         controllers: flags.controllers,
         controller_start_interval: flags.controller_start_interval,
         options: flags.options,
-        // the secure port's certificate and delegated authentication as flagged; the
-        // reviews go to the embedded server by default
-        serving: flags.serving,
-        auth: flags.auth,
-        authentication_kubeconfig: flags.authentication_kubeconfig,
-        authorization_kubeconfig: flags.authorization_kubeconfig,
-        authentication_skip_lookup: flags.authentication_skip_lookup,
-        authentication_tolerate_lookup_failure: flags.authentication_tolerate_lookup_failure,
         leader_elect: false,
         kube_api_qps: 0.0,
         min_resync_period: Duration::ZERO,
@@ -1080,12 +1095,23 @@ mod secure_serving_flag_tests {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        args: Args,
+        command: Command,
     }
 
-    fn args(flags: &[&str]) -> Args {
+    /// The configuration `coxswain controller-manager` runs with.
+    struct Flags(Command);
+
+    impl Flags {
+        fn config(&self) -> anyhow::Result<ControllerManagerConfig> {
+            let mut config = self.0.args.config()?;
+            self.0.serving.apply(&mut config)?;
+            Ok(config)
+        }
+    }
+
+    fn args(flags: &[&str]) -> Flags {
         let argv = std::iter::once("kcm").chain(flags.iter().copied());
-        Cli::try_parse_from(argv).expect("flags parse").args
+        Flags(Cli::try_parse_from(argv).expect("flags parse").command)
     }
 
     #[test]

@@ -143,7 +143,7 @@ enum Command {
     Up(Box<UpArgs>),
     /// Run the built-in controllers against a cluster (kube-controller-manager's flags).
     #[command(name = "controller-manager")]
-    ControllerManager(Box<controller_manager::Args>),
+    ControllerManager(Box<controller_manager::Command>),
     /// Simulate nodes, a scheduler and kubelets against a cluster (like kwok).
     Sim(SimArgs),
 }
@@ -351,7 +351,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let filter = match &cli.command {
         // kube-controller-manager's --v raises the default log level
-        Command::ControllerManager(a) if cli.log == "info" => a.log_filter().to_string(),
+        Command::ControllerManager(a) if cli.log == "info" => a.args.log_filter().to_string(),
         _ => cli.log.clone(),
     };
     tracing_subscriber::fmt()
