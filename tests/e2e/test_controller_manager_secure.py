@@ -170,14 +170,16 @@ def test_given_certificate_and_always_allowed_paths(server):
         # served with the API server's certificate, which its CA verifies
         wait_until(lambda: healthy(url, verify=server.ca_file), timeout=30,
                    message="secure port up")
+        # /debug/* is always allowed now: served without credentials
         r = get(url, "/debug/controllers", verify=server.ca_file)
         assert r.status_code == 200 and "replicaset-controller enabled" in r.text
-        # /readyz is no longer always allowed: anonymous is refused
-        r = get(url, "/readyz", verify=server.ca_file)
+        # /metrics is not: anonymous is refused, the admin served
+        r = get(url, "/metrics", verify=server.ca_file)
         assert r.status_code == 403, r.text
-        assert 'User "system:anonymous" cannot get path "/readyz"' in r.json()["message"]
-        r = get(url, "/readyz", token=server.token, verify=server.ca_file)
+        assert 'User "system:anonymous" cannot get path "/metrics"' in r.json()["message"]
+        r = get(url, "/metrics", token=server.token, verify=server.ca_file)
         assert r.status_code == 200, r.text
+        assert "controller_runtime_reconcile_total" in r.text
     finally:
         stop_process(proc)
 
