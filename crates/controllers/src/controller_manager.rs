@@ -3,8 +3,9 @@
 //! [`run`] builds one [`Manager`] (shared informers, leader election on a Lease named
 //! `kube-controller-manager` in `kube-system` by default, metrics and health on one
 //! HTTPS port behind delegated authentication and authorization, as
-//! kube-controller-manager's secure port: [`serving`]), constructs the controllers `--controllers` selects, starts them with jitter
-//! (`--controller-start-interval`), gives each a `/healthz/<name>` check, lists them on
+//! kube-controller-manager's secure port: TokenReview and SubjectAccessReview through
+//! [`coxswain_runtime::authfilter`]), constructs the controllers `--controllers` selects,
+//! starts them with jitter (`--controller-start-interval`), gives each a `/healthz/<name>` check, lists them on
 //! `/debug/controllers`, and runs until cancelled or until leadership is lost (then the
 //! controllers stop at once and the error is returned, so the process exits).
 

@@ -476,7 +476,10 @@ impl DelegatingAuth {
 /// Make a server filter from the manager's client (controller-runtime's
 /// `metricsserver.FilterProvider`); see [`with_authentication_and_authorization`].
 #[derive(Clone)]
-pub struct FilterProvider(Arc<dyn Fn(&kube::Client) -> Result<Filter, BoxError> + Send + Sync>);
+pub struct FilterProvider(Arc<ProvideFn>);
+
+type ProvideFn = dyn Fn(&kube::Client) -> Result<Filter, BoxError> + Send + Sync;
+type FilterFn = dyn Fn(Request, Next) -> BoxFuture<'static, Response> + Send + Sync;
 
 impl FilterProvider {
     /// A provider calling `f` with the manager's client.
@@ -506,7 +509,7 @@ impl fmt::Debug for FilterProvider {
 /// What a server runs before its handlers: answer a request itself or pass it on with
 /// `next` (an axum middleware).
 #[derive(Clone)]
-pub struct Filter(Arc<dyn Fn(Request, Next) -> BoxFuture<'static, Response> + Send + Sync>);
+pub struct Filter(Arc<FilterFn>);
 
 impl Filter {
     /// A filter running `f`.

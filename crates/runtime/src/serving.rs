@@ -5,7 +5,7 @@
 //! (kept in `--cert-dir` when given), and asks clients for a certificate signed by
 //! `--client-ca-file` without requiring one; controller-runtime's metrics server with
 //! `SecureServing` does the same with `CertDir`. [`SecureServing`] says which;
-//! [`serve`] runs an axum router behind it and hands a verified client certificate to
+//! `serve` runs an axum router behind it and hands a verified client certificate to
 //! the [`crate::authfilter`] through the request (never from anything the client sends).
 
 use std::convert::Infallible;
