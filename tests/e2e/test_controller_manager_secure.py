@@ -98,6 +98,10 @@ def test_metrics_need_a_token_the_api_server_accepts(cluster):
 
 def test_a_service_account_reads_metrics_once_bound_to_a_role(cluster, sa_ns):
     url = secure_port(cluster)
+    # the service account controller creates `default` in the new namespace
+    wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", sa_ns,
+                                       check=False).returncode == 0,
+               timeout=30, message="serviceaccount default")
     token = cluster.kubectl("create", "token", "default", "-n", sa_ns).stdout.strip()
     user = f"system:serviceaccount:{sa_ns}:default"
     r = get(url, "/metrics", token=token)
