@@ -193,3 +193,19 @@ def test_a_certificate_needs_its_key(server):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode != 0
     assert "--tls-cert-file and --tls-private-key-file must be given together" in out
+
+
+def test_reviews_go_where_the_review_kubeconfigs_say(server, tmp_path):
+    proc, url = start_cm(server, f"--authentication-kubeconfig={server.kubeconfig}",
+                         f"--authorization-kubeconfig={server.kubeconfig}")
+    try:
+        wait_until(lambda: healthy(url), timeout=30, message="secure port up")
+        r = get(url, "/metrics", token=server.token)
+        assert r.status_code == 200, r.text
+        assert get(url, "/metrics", token="forged").status_code == 401
+    finally:
+        stop_process(proc)
+    proc, _ = start_cm(server, f"--authentication-kubeconfig={tmp_path / 'missing'}")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "--authentication-kubeconfig" in out and "missing" in out, out
