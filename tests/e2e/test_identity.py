@@ -85,8 +85,13 @@ def test_create_token_bound_to_a_pod_stops_working_when_the_pod_goes(cluster):
     ns = _ns(cluster, "tok")
     wait_until(lambda: cluster.kubectl("-n", ns, "get", "serviceaccount", "default",
                                        check=False).returncode == 0, timeout=30)
-    cluster.kubectl("-n", ns, "run", "holder", "--image=registry.k8s.io/pause:3.10",
-                    "--restart=Never")
+    # (the ServiceAccount admission plugin that would fill in serviceAccountName is not
+    # served yet: the pod names its account)
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=to_yaml({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder"},
+        "spec": {"serviceAccountName": "default", "restartPolicy": "Never",
+                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+    }))
     token = cluster.kubectl("-n", ns, "create", "token", "default",
                             "--bound-object-kind", "Pod", "--bound-object-name", "holder",
                             "--duration", "10m").stdout.strip()
