@@ -261,6 +261,21 @@ pub struct Args {
     /// of the client configuration).
     #[arg(long)]
     root_ca_file: Option<PathBuf>,
+    /// If true, use individual service account credentials for each controller.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    use_service_account_credentials: bool,
+    /// Filename containing a PEM-encoded private RSA or ECDSA key used to sign service
+    /// account tokens.
+    #[arg(long)]
+    service_account_private_key_file: Option<PathBuf>,
+    /// The number of service account token objects that are allowed to sync concurrently.
+    /// Larger number = more responsive token generation, but more CPU (and network) load
+    #[arg(long = "concurrent-serviceaccount-token-syncs", default_value_t = 5)]
+    concurrent_serviceaccount_token_syncs: usize,
+    /// The period of time since the last usage of an legacy service account token before
+    /// it can be deleted.
+    #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
+    legacy_service_account_token_clean_up_period: Duration,
     /// Log verbosity (klog levels: 0-3 info, 4-5 debug, 6+ trace).
     #[arg(long = "v", default_value_t = 0)]
     verbosity: u8,
@@ -424,6 +439,14 @@ impl Args {
         self.allocate_node_cidrs
     }
 
+    /// Use `path` as `--service-account-private-key-file` when that flag is not given
+    /// and the file exists (`coxswain up`: the API server's service account key).
+    pub fn default_service_account_private_key_file(&mut self, path: &std::path::Path) {
+        if self.service_account_private_key_file.is_none() && path.exists() {
+            self.service_account_private_key_file = Some(path.to_path_buf());
+        }
+    }
+
     /// The tracing filter `--v` asks for.
     pub fn log_filter(&self) -> &'static str {
         match self.verbosity {
@@ -455,6 +478,10 @@ impl Args {
         o.namespace.namespace_sync_period = self.namespace_sync_period;
         o.service_account.concurrent_serviceaccount_syncs = self.concurrent_serviceaccount_syncs;
         o.service_account.root_ca = root_ca;
+        o.service_account.service_account_key_file = self.service_account_private_key_file.clone();
+        o.service_account.concurrent_sa_token_syncs = self.concurrent_serviceaccount_token_syncs;
+        o.legacy_sa_token_cleaner.clean_up_period =
+            self.legacy_service_account_token_clean_up_period;
         o.endpoint.concurrent_endpoint_syncs = self.concurrent_endpoint_syncs;
         o.endpoint.endpoint_updates_batch_period = self.endpoint_updates_batch_period;
         o.endpointslice_mirroring.concurrent_service_endpoint_syncs =
@@ -579,6 +606,7 @@ impl Args {
             kube_api_burst: self.kube_api_burst,
             min_resync_period: self.min_resync_period,
             controller_start_interval: self.controller_start_interval,
+            use_service_account_credentials: self.use_service_account_credentials,
             options: self.controller_options(root_ca),
             ..ControllerManagerConfig::default()
         })
@@ -714,6 +742,7 @@ pub async fn run_in_process(
     let config = ControllerManagerConfig {
         controllers: flags.controllers,
         controller_start_interval: flags.controller_start_interval,
+        use_service_account_credentials: flags.use_service_account_credentials,
         options: flags.options,
         leader_elect: false,
         kube_api_qps: 0.0,
@@ -768,6 +797,42 @@ mod tests {
             .expect("flags parse")
             .args
             .controller_options(None)
+    }
+
+    #[test]
+    fn service_account_flags() {
+        use clap::Parser;
+        let o = options(&[]);
+        assert_eq!(o.service_account.concurrent_sa_token_syncs, 5);
+        assert_eq!(o.service_account.service_account_key_file, None);
+        assert_eq!(
+            o.legacy_sa_token_cleaner.clean_up_period,
+            Duration::from_secs(365 * 24 * 3600)
+        );
+        let o = options(&[
+            "--service-account-private-key-file=/etc/sa.key",
+            "--concurrent-serviceaccount-token-syncs=2",
+            "--legacy-service-account-token-clean-up-period=24h",
+        ]);
+        assert_eq!(
+            o.service_account.service_account_key_file.as_deref(),
+            Some(std::path::Path::new("/etc/sa.key"))
+        );
+        assert_eq!(o.service_account.concurrent_sa_token_syncs, 2);
+        assert_eq!(
+            o.legacy_sa_token_cleaner.clean_up_period,
+            Duration::from_secs(24 * 3600)
+        );
+        let parse = |flags: &[&str]| {
+            let argv = std::iter::once("controller-manager").chain(flags.iter().copied());
+            Cli::try_parse_from(argv).expect("flags parse").args
+        };
+        let config = |flags: &[&str]| parse(flags).config().expect("a configuration");
+        assert!(!config(&[]).use_service_account_credentials);
+        assert!(config(&["--use-service-account-credentials"]).use_service_account_credentials);
+        assert!(
+            !config(&["--use-service-account-credentials=false"]).use_service_account_credentials
+        );
     }
 
     #[test]

@@ -286,7 +286,10 @@ async fn run_server(
         std::fs::canonicalize(&running.kubeconfig).unwrap_or(running.kubeconfig.clone());
     println!("coxswain {what}: API server listening on {}", running.url);
     let stop = coxswain_runtime::manager::shutdown_signal();
-    let controllers = if let Some(cm) = controllers {
+    let controllers = if let Some(mut cm) = controllers {
+        // the legacy token controller signs with the API server's service account key
+        // (`sa.key` of the data dir) unless --service-account-private-key-file names one
+        cm.default_service_account_private_key_file(&args.data_dir.join("sa.key"));
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(controller_manager::run_in_process(
             cm,

@@ -18,6 +18,7 @@
 //! labels (and an aggregated role itself when it changes), which reaches the same roles
 //! that can be affected. Five workers, as upstream.
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,7 +32,7 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::EventHandler;
-use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::manager::Runnable;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 
@@ -40,6 +41,10 @@ pub const NAME: &str = "clusterrole-aggregation-controller";
 
 /// Update attempts on conflict (client-go `retry.DefaultRetry`: 5 steps of 10 ms).
 const CONFLICT_ATTEMPTS: usize = 5;
+
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("clusterrole-aggregation-controller")`).
+pub const SERVICE_ACCOUNT: &str = "clusterrole-aggregation-controller";
 
 /// The registry entry: `clusterrole-aggregation-controller`, alias
 /// `clusterrole-aggregation`, on by default.
@@ -53,12 +58,14 @@ pub fn descriptor() -> Descriptor {
 }
 
 fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
-    Ok(Some(Box::new(new_controller(ctx.manager))))
+    Ok(Some(Box::new(new_controller(
+        &ctx.clients(SERVICE_ACCOUNT)?,
+    ))))
 }
 
 /// Builds the controller on the manager's shared ClusterRole informer.
-pub fn new_controller(manager: &Manager) -> Controller<AggregationReconciler> {
-    let client = Client::new(manager.cache().clone());
+pub fn new_controller(manager: &impl ClusterAccess) -> Controller<AggregationReconciler> {
+    let client = manager.client();
     ControllerBuilder::new(manager.cache())
         .named(NAME)
         .for_::<ClusterRole>()

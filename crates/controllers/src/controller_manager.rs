@@ -24,6 +24,7 @@ use coxswain_runtime::manager::{
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use crate::clientbuilder::ClientBuilder;
 use crate::registry::{ControllerContext, ControllerManagerOptions, Descriptor, Registry};
 
 /// kube-controller-manager's flags that shape the process (the controllers' own options
@@ -76,6 +77,9 @@ pub struct ControllerManagerConfig {
     /// `--authentication-tolerate-lookup-failure`: go on without a client CA when that
     /// lookup fails (default false: the controller manager does not start).
     pub authentication_tolerate_lookup_failure: bool,
+    /// `--use-service-account-credentials` (default false): each controller runs as its
+    /// own service account in `kube-system` ([`crate::clientbuilder`]).
+    pub use_service_account_credentials: bool,
     /// Options of the controllers themselves.
     pub options: ControllerManagerOptions,
 }
@@ -102,6 +106,7 @@ impl Default for ControllerManagerConfig {
             authorization_kubeconfig: None,
             authentication_skip_lookup: false,
             authentication_tolerate_lookup_failure: false,
+            use_service_account_credentials: false,
             options: ControllerManagerOptions::default(),
         }
     }
@@ -218,10 +223,26 @@ pub async fn run_with_address(
         &mut kube,
         &coxswain_runtime::client::user_agent("kube-controller-manager"),
     );
+    let root_config = kube.clone();
     let manager = Manager::new(kube, options)?;
+    // the identities' event writers stop after the controllers
+    let identities = CancellationToken::new();
+    let _stop_identities = identities.clone().drop_guard();
+    let clients = if config.use_service_account_credentials {
+        ClientBuilder::service_accounts(
+            &root_config,
+            manager.kube_client().clone(),
+            config.kube_api_qps,
+            config.kube_api_burst,
+            identities,
+        )
+    } else {
+        ClientBuilder::root()
+    };
     let ctx = ControllerContext {
         manager: &manager,
         options: &controller_options,
+        clients,
     };
     let mut started: Vec<&'static str> = Vec::new();
     let mut off: Vec<&'static str> = Vec::new();

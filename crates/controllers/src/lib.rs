@@ -10,7 +10,8 @@
 //! which rolls out through the ControllerRevision [`history`]; [`daemon`] the DaemonSet
 //! controller; [`job`], [`cronjob`], [`ttlafterfinished`] and [`podgc`] the batch
 //! controllers; [`garbagecollector`] and [`namespace`] make deletion cascade (both find
-//! resources through [`coxswain_runtime::discovery`]); [`serviceaccount`],
+//! resources through [`coxswain_runtime::discovery`]); [`serviceaccount`] (with the
+//! legacy token controller and cleaner),
 //! [`rootcacertpublisher`] and [`clusterroleaggregation`] the namespace and RBAC
 //! housekeeping controllers; [`endpointslice`] keeps the EndpointSlices of Services with a
 //! selector, [`endpoint`] their `v1` Endpoints, [`endpointslicemirroring`] mirrors the
@@ -22,11 +23,13 @@
 //! the volume controllers (the PersistentVolume binder, claim and volume protection,
 //! expansion, ephemeral volumes, attach/detach). [`resourcequota`] keeps ResourceQuota
 //! usage; [`podautoscaler`] is the HorizontalPodAutoscaler controller (metrics APIs,
-//! replica calculator, behaviors, `/scale` of any scalable kind).
+//! replica calculator, behaviors, `/scale` of any scalable kind). [`clientbuilder`]
+//! gives each controller its identity (`--use-service-account-credentials`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod clientbuilder;
 pub mod clusterroleaggregation;
 pub mod controller_manager;
 pub mod controller_utils;
@@ -72,7 +75,9 @@ pub fn builtin() -> Registry {
         daemon::descriptor(),
         garbagecollector::descriptor(),
         namespace::descriptor(),
+        serviceaccount::token_descriptor(),
         serviceaccount::descriptor(),
+        serviceaccount::cleaner_descriptor(),
         rootcacertpublisher::descriptor(),
         clusterroleaggregation::descriptor(),
         job::descriptor(),

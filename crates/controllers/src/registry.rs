@@ -17,6 +17,30 @@ pub struct ControllerContext<'a> {
     pub manager: &'a Manager,
     /// The controller manager's options (worker counts, ...).
     pub options: &'a ControllerManagerOptions,
+    /// Each controller's identity: the root client, or its service account
+    /// (`--use-service-account-credentials`).
+    pub clients: crate::clientbuilder::ClientBuilder,
+}
+
+impl<'a> ControllerContext<'a> {
+    /// A context whose controllers use the manager's own client.
+    pub fn new(manager: &'a Manager, options: &'a ControllerManagerOptions) -> Self {
+        ControllerContext {
+            manager,
+            options,
+            clients: crate::clientbuilder::ClientBuilder::root(),
+        }
+    }
+
+    /// The clients of a controller that runs as the service account `service_account`
+    /// in `kube-system` with `--use-service-account-credentials` (upstream
+    /// `ClientBuilder.ClientOrDie(name)`), else as the controller manager.
+    pub fn clients(
+        &self,
+        service_account: &str,
+    ) -> Result<crate::clientbuilder::ControllerClients<'a>, String> {
+        self.clients.clients(self.manager, service_account)
+    }
 }
 
 /// The options of every built-in controller, one struct per controller as upstream's
@@ -83,6 +107,8 @@ pub struct ControllerManagerOptions {
     pub hpa: crate::podautoscaler::HpaControllerOptions,
     /// `persistentvolume-attach-detach-controller`.
     pub attach_detach: crate::volume::attachdetach::AttachDetachControllerOptions,
+    /// `legacy-serviceaccount-token-cleaner-controller`.
+    pub legacy_sa_token_cleaner: crate::serviceaccount::cleaner::LegacySaTokenCleanerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off

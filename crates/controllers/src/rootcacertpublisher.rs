@@ -14,6 +14,7 @@
 //! manager's own client configuration (its CA data); [`pem_bundle`] turns the DER
 //! certificates of a [`kube::Config`] (`root_cert`) into that PEM text.
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::BTreeMap;
 
 use crate::registry::{ControllerContext, Descriptor};
@@ -25,7 +26,7 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::EnqueueMapped;
-use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::manager::Runnable;
 use coxswain_runtime::predicate::BoxPredicate;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -48,6 +49,10 @@ pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
 /// The annotation's value (upstream `Description`).
 pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("root-ca-cert-publisher")`).
+pub const SERVICE_ACCOUNT: &str = "root-ca-cert-publisher";
+
 /// The registry entry: `root-ca-certificate-publisher-controller`, alias
 /// `root-ca-cert-publisher`, on by default.
 pub fn descriptor() -> Descriptor {
@@ -65,7 +70,10 @@ fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, S
         tracing::warn!("no root CA bundle (no --root-ca-file and no CA in the client configuration): publishing an empty ca.crt");
         String::new()
     });
-    Ok(Some(Box::new(new_controller(ctx.manager, bundle))))
+    Ok(Some(Box::new(new_controller(
+        &ctx.clients(SERVICE_ACCOUNT)?,
+        bundle,
+    ))))
 }
 
 /// The bundle in a `--root-ca-file`: PEM text holding at least one certificate
@@ -113,7 +121,10 @@ pub fn root_ca_of(config: &kube::Config) -> Option<String> {
 
 /// Builds the publisher for `root_ca` (PEM) on the manager's shared cache (namespace and
 /// ConfigMap informers).
-pub fn new_controller(manager: &Manager, root_ca: String) -> Controller<PublisherReconciler> {
+pub fn new_controller(
+    manager: &impl ClusterAccess,
+    root_ca: String,
+) -> Controller<PublisherReconciler> {
     let ours: BoxPredicate<ConfigMap> = std::sync::Arc::new(|c: &Change<ConfigMap>| match c {
         // upstream reacts to updates and deletes only; namespace events cover the rest
         Change::Added(_) => false,
@@ -144,7 +155,7 @@ pub fn new_controller(manager: &Manager, root_ca: String) -> Controller<Publishe
             ..ControllerOptions::default()
         })
         .build(PublisherReconciler {
-            client: Client::new(manager.cache().clone()),
+            client: manager.client(),
             root_ca,
         })
 }

@@ -34,6 +34,7 @@ pub mod utils;
 #[cfg(test)]
 mod sync_tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +47,6 @@ use coxswain_runtime::controller::{
 use coxswain_runtime::controllerutil::get_controller_of;
 use coxswain_runtime::events::{object_reference, EventRecorder};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -77,6 +77,10 @@ impl Default for CronJobControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("cronjob-controller")`).
+pub const SERVICE_ACCOUNT: &str = "cronjob-controller";
+
 /// The registry entry: `cronjob-controller`, alias `cronjob`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -89,7 +93,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
                 0 => CronJobControllerOptions::default().concurrent_cron_job_syncs,
                 n => n,
             };
-            Ok(Some(Box::new(cronjob_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(cronjob_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
@@ -197,7 +204,7 @@ fn cronjob_handler(recorder: EventRecorder) -> Funcs<CronJob> {
 
 /// The CronJob controller, ready to be added to `mgr`: reconciles CronJobs with
 /// `workers` workers, woken by their Jobs and at their scheduled times.
-pub fn cronjob_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+pub fn cronjob_controller(mgr: &impl ClusterAccess, workers: usize) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
     let cronjobs = cache.informer::<CronJob>().store().clone();
     let jobs = cache.informer::<Job>().store().clone();
@@ -207,7 +214,7 @@ pub fn cronjob_controller(mgr: &Manager, workers: usize) -> Controller<impl Reco
     let reconciler = CronJobReconciler {
         cronjobs: cronjobs.clone(),
         jobs,
-        client: Client::new(cache.clone()),
+        client: mgr.client(),
         control: LiveControl {
             client: mgr.kube_client().clone(),
         },

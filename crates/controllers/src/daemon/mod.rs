@@ -35,11 +35,11 @@ pub mod revisions;
 mod sync;
 pub mod util;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::controller::{Controller, ControllerOptions};
-use coxswain_runtime::manager::Manager;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -68,6 +68,10 @@ impl Default for DaemonSetControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("daemon-set-controller")`).
+pub const SERVICE_ACCOUNT: &str = "daemon-set-controller";
+
 /// The registry entry: `daemonset-controller`, alias `daemonset`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -76,13 +80,19 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let workers = ctx.options.daemonset.concurrent_daemonset_syncs;
-            Ok(Some(Box::new(daemonset_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(daemonset_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
 
 /// The DaemonSet controller with `workers` concurrent workers.
-pub fn daemonset_controller(mgr: &Manager, workers: usize) -> Controller<DaemonSetReconciler> {
+pub fn daemonset_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<DaemonSetReconciler> {
     let expectations = Arc::new(ControllerExpectations::new());
     let cache = mgr.cache();
     let sets = cache.informer::<DaemonSet>().store().clone();
@@ -94,7 +104,7 @@ pub fn daemonset_controller(mgr: &Manager, workers: usize) -> Controller<DaemonS
     let recorder = mgr.event_recorder(CONTROLLER_NAME);
     let consistency = Arc::new(consistency::ConsistencyStore::default());
     let reconciler = DaemonSetReconciler::new(
-        cache.clone(),
+        mgr.client(),
         recorder,
         expectations.clone(),
         consistency.clone(),

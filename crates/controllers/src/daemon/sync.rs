@@ -81,12 +81,12 @@ fn api_reason(e: &kube::Error) -> Option<&str> {
 
 impl DaemonSetReconciler {
     pub(crate) fn new(
-        cache: Arc<Cache>,
+        client: Client,
         recorder: EventRecorder,
         expectations: Arc<ControllerExpectations>,
         consistency: Arc<ConsistencyStore>,
     ) -> Self {
-        let client = Client::new(cache.clone());
+        let cache = client.cache().clone();
         DaemonSetReconciler {
             fresh: client
                 .clone()

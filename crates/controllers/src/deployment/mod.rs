@@ -24,7 +24,7 @@
 //!
 //! ```no_run
 //! # async fn demo(config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::{Manager, ManagerOptions};
+//! use coxswain_runtime::manager::ManagerOptions;
 //! let mgr = Manager::new(config, ManagerOptions::default())?;
 //! mgr.add(coxswain_controllers::deployment::deployment_controller(&mgr, 5))?;
 //! mgr.start(coxswain_runtime::manager::shutdown_signal()).await?;
@@ -41,6 +41,7 @@ pub mod util;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -53,7 +54,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::EventHandler;
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -115,6 +115,10 @@ impl Default for DeploymentControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("deployment-controller")`).
+pub const SERVICE_ACCOUNT: &str = "deployment-controller";
+
 /// The registry entry: `deployment-controller`, alias `deployment`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -123,7 +127,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let workers = ctx.options.deployment.concurrent_deployment_syncs;
-            Ok(Some(Box::new(deployment_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(deployment_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
@@ -131,13 +138,16 @@ pub fn descriptor() -> crate::registry::Descriptor {
 /// The Deployment controller, ready to be added to `mgr`: reconciles Deployments with
 /// `workers` workers, wakes on changes of their ReplicaSets (owned or orphans their
 /// selector matches) and on pod deletions of Recreate Deployments.
-pub fn deployment_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+pub fn deployment_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
     let deployments = cache.informer::<Deployment>().store().clone();
     let replicasets = cache.informer::<ReplicaSet>().store().clone();
     let pods = cache.informer::<Pod>().store().clone();
     let reconciler = DeploymentReconciler {
-        client: Client::new(cache.clone()),
+        client: mgr.client(),
         kube: mgr.kube_client().clone(),
         recorder: mgr.event_recorder(EVENT_SOURCE),
     };

@@ -22,6 +22,7 @@
 
 pub mod calc;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ use coxswain_runtime::controller::{
 use coxswain_runtime::discovery::SharedDiscovery;
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::{runnable, Manager};
+use coxswain_runtime::manager::runnable;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
@@ -64,6 +65,10 @@ impl Default for DisruptionControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("disruption-controller")`).
+pub const SERVICE_ACCOUNT: &str = "disruption-controller";
+
 /// The registry entry: `disruption-controller`, alias `disruption`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -71,9 +76,9 @@ pub fn descriptor() -> crate::registry::Descriptor {
         aliases: &["disruption"],
         disabled_by_default: false,
         constructor: |ctx| {
-            let budgets = disruption_controller(ctx.manager);
+            let budgets = disruption_controller(&ctx.clients(SERVICE_ACCOUNT)?);
             let stale = stale_pod_disruption_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 ctx.options.disruption.stale_pod_disruption_timeout,
             );
             Ok(Some(Box::new(runnable(
@@ -305,7 +310,7 @@ fn pdb_keys_for_pod(pdbs: &Store<PodDisruptionBudget>, pod: &Pod) -> Vec<ObjectK
 }
 
 /// The PodDisruptionBudget controller (upstream's main queue).
-pub fn disruption_controller(mgr: &Manager) -> Controller<impl Reconciler> {
+pub fn disruption_controller(mgr: &impl ClusterAccess) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
     let pdbs = cache.informer::<PodDisruptionBudget>().store().clone();
     let finder = LiveFinder {
@@ -495,7 +500,7 @@ fn stale_handler(timeout: Duration) -> Funcs<Pod> {
 
 /// The stale DisruptionTarget cleanup controller.
 pub fn stale_pod_disruption_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     timeout: Duration,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();

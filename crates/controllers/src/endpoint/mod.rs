@@ -31,6 +31,7 @@ pub mod subsets;
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,7 +44,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use kube::api::{DeleteParams, PostParams};
@@ -80,6 +80,10 @@ impl Default for EndpointControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("endpoint-controller")`).
+pub const SERVICE_ACCOUNT: &str = "endpoint-controller";
+
 /// The registry entry: `endpoints-controller`, alias `endpoint`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -88,7 +92,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             Ok(Some(Box::new(endpoints_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 &ctx.options.endpoint,
             ))))
         },
@@ -176,7 +180,7 @@ fn endpoints_handler() -> Funcs<Endpoints> {
 
 /// The Endpoints controller, ready to be added to `mgr`.
 pub fn endpoints_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &EndpointControllerOptions,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();

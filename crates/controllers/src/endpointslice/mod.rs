@@ -39,6 +39,7 @@ mod reconciler_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,7 +50,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{EventHandler, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter,
 };
@@ -118,6 +118,10 @@ impl EndpointSliceControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("endpointslice-controller")`).
+pub const SERVICE_ACCOUNT: &str = "endpointslice-controller";
+
 /// The registry entry: `endpointslice-controller`, alias `endpointslice`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -128,7 +132,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
             let options = &ctx.options.endpoint_slice;
             options.validate()?;
             Ok(Some(Box::new(endpointslice_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 options,
             ))))
         },
@@ -137,7 +141,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
 
 /// The EndpointSlice controller.
 pub fn endpointslice_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &EndpointSliceControllerOptions,
 ) -> Controller<EndpointSliceReconciler> {
     let cache = mgr.cache();

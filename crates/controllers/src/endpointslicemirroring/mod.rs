@@ -28,6 +28,7 @@ pub mod tracker;
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +39,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::workqueue::rate_limiter::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter,
 };
@@ -117,6 +117,10 @@ impl EndpointSliceMirroringControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("endpointslicemirroring-controller")`).
+pub const SERVICE_ACCOUNT: &str = "endpointslicemirroring-controller";
+
 /// The registry entry: `endpointslice-mirroring-controller`, alias
 /// `endpointslicemirroring`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -131,7 +135,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
                 return Err(errors.join(", "));
             }
             Ok(Some(Box::new(endpointslice_mirroring_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 o,
             ))))
         },
@@ -270,7 +274,7 @@ fn slice_handler(tracker: Arc<SliceTracker>, batch: Duration) -> Funcs<EndpointS
 
 /// The mirroring controller, ready to be added to `mgr`.
 pub fn endpointslice_mirroring_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &EndpointSliceMirroringControllerOptions,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod monitors;
 pub mod operations;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -76,10 +77,12 @@ pub fn descriptor() -> Descriptor {
             if !options.enable_garbage_collector {
                 return Ok(None);
             }
-            let gc = GarbageCollector::new(
-                ctx.manager.cache().clone(),
-                ctx.manager.discovery().clone(),
-                Some(ctx.manager.event_recorder(NAME)),
+            let clients = ctx.clients(SERVICE_ACCOUNT)?;
+            let gc = GarbageCollector::with_kube_client(
+                clients.kube_client().clone(),
+                clients.cache().clone(),
+                clients.discovery().clone(),
+                Some(clients.event_recorder(NAME)),
                 options,
             );
             Ok(Some(Box::new(gc) as Box<dyn Runnable>))
@@ -219,10 +222,27 @@ impl Reconciler<Item> for OrphanWorker {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("generic-garbage-collector")`).
+pub const SERVICE_ACCOUNT: &str = "generic-garbage-collector";
+
 impl GarbageCollector {
     /// A collector reading metadata through `cache`, finding resources with `discovery`;
     /// `recorder` reports invalid owner references.
     pub fn new(
+        cache: Arc<Cache>,
+        discovery: SharedDiscovery,
+        recorder: Option<EventRecorder>,
+        options: GarbageCollectorOptions,
+    ) -> Self {
+        let kube = cache.client().clone();
+        Self::with_kube_client(kube, cache, discovery, recorder, options)
+    }
+
+    /// As [`GarbageCollector::new`], deleting, patching and reading live objects with
+    /// `kube` (the collector's own identity) rather than the cache's client.
+    pub fn with_kube_client(
+        kube: kube::Client,
         cache: Arc<Cache>,
         discovery: SharedDiscovery,
         recorder: Option<EventRecorder>,
@@ -243,7 +263,7 @@ impl GarbageCollector {
             mapper: RwLock::new(Arc::new(Discovery::default())),
             changes: ChangeSender::new(tx, pending.clone()),
             pending,
-            ops: Operations::new(cache.client().clone()),
+            ops: Operations::new(kube),
             recorder,
             monitors: Mutex::new(None),
         });

@@ -57,7 +57,7 @@ impl History {
     }
 
     fn api(&self, namespace: &str) -> Api<ControllerRevision> {
-        Api::namespaced(self.client.cache().client().clone(), namespace)
+        Api::namespaced(self.client.kube_client().clone(), namespace)
     }
 
     /// The revisions of `parent` in its namespace: those matching `selector` that are

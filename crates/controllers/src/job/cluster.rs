@@ -85,11 +85,11 @@ pub struct LiveCluster {
 }
 
 impl LiveCluster {
-    /// Reads from `cache`, writes through a client over it, events by `recorder`.
+    /// Reads from the cache of `client`, writes through `client`, events by `recorder`.
     /// Adds the pod index the Job controller looks pods up by.
-    pub fn new(cache: Arc<Cache>, recorder: EventRecorder) -> Self {
+    pub fn new(client: Client, recorder: EventRecorder) -> Self {
+        let cache = client.cache().clone();
         cache.index_field::<Pod>(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index);
-        let client = Client::new(cache.clone());
         LiveCluster {
             fresh: client.clone().uncached::<Job>(),
             status: client.clone(),

@@ -32,7 +32,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::{Manager, ManagerOptions};
+//! use coxswain_runtime::manager::ManagerOptions;
 //! let mgr = Manager::try_default(ManagerOptions::default()).await?;
 //! mgr.add(coxswain_controllers::job::job_controller(&mgr, 5))?;
 //! mgr.start(coxswain_runtime::manager::shutdown_signal()).await?;
@@ -55,6 +55,7 @@ pub mod tracking;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+use crate::clientbuilder::ClusterAccess;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -65,7 +66,7 @@ use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::{BoxError, Manager, Runnable};
+use coxswain_runtime::manager::{BoxError, Runnable};
 use coxswain_runtime::workqueue::ItemExponentialFailureRateLimiter;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::batch::v1::Job;
@@ -106,6 +107,10 @@ impl Default for JobControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("job-controller")`).
+pub const SERVICE_ACCOUNT: &str = "job-controller";
+
 /// The registry entry: `job-controller`, alias `job`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -115,7 +120,8 @@ pub fn descriptor() -> crate::registry::Descriptor {
         constructor: |ctx| {
             let workers = ctx.options.job.concurrent_job_syncs;
             Ok(Some(
-                Box::new(job_controller(ctx.manager, workers)) as Box<dyn Runnable>
+                Box::new(job_controller(&ctx.clients(SERVICE_ACCOUNT)?, workers))
+                    as Box<dyn Runnable>,
             ))
         },
     }
@@ -144,7 +150,7 @@ pub struct JobController {
 }
 
 /// The Job controller of `mgr` (see [`JobController`]).
-pub fn job_controller(mgr: &Manager, workers: usize) -> JobController {
+pub fn job_controller(mgr: &impl ClusterAccess, workers: usize) -> JobController {
     let workers = workers.max(1);
     let cache = mgr.cache();
     let recorder = mgr.event_recorder(EVENT_COMPONENT);
@@ -155,11 +161,8 @@ pub fn job_controller(mgr: &Manager, workers: usize) -> JobController {
     );
     let orphan_queue =
         Controller::<OrphanReconciler, OrphanPodKey>::new_queue(ORPHAN_QUEUE, &orphan_options);
-    let cluster = LiveCluster::new(cache.clone(), recorder.clone());
-    let pods = PodControl::new(
-        coxswain_runtime::client::Client::new(cache.clone()),
-        recorder,
-    );
+    let cluster = LiveCluster::new(mgr.client(), recorder.clone());
+    let pods = PodControl::new(mgr.client(), recorder);
     let orphans = Controller::with_queue(
         ORPHAN_QUEUE,
         orphan_queue.clone(),

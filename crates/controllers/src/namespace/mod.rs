@@ -15,6 +15,7 @@
 pub mod conditions;
 pub mod deleter;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::{EnqueueMapped, EventHandlerExt};
-use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::manager::Runnable;
 use coxswain_runtime::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter,
 };
@@ -44,6 +45,10 @@ pub const CONTROLLER_NAME: &str = "namespace";
 /// The finalizer this controller owns in `spec.finalizers`.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("namespace-controller")`).
+pub const SERVICE_ACCOUNT: &str = "namespace-controller";
+
 /// The registry entry: `namespace-controller`, alias `namespace`.
 pub fn descriptor() -> Descriptor {
     Descriptor {
@@ -51,7 +56,10 @@ pub fn descriptor() -> Descriptor {
         aliases: &["namespace"],
         disabled_by_default: false,
         constructor: |ctx: &ControllerContext<'_>| {
-            let c = namespace_controller(ctx.manager, ctx.options.namespace.clone());
+            let c = namespace_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                ctx.options.namespace.clone(),
+            );
             Ok(Some(Box::new(c) as Box<dyn Runnable>))
         },
     }
@@ -101,7 +109,7 @@ fn terminating(ns: &Namespace) -> Vec<ObjectKey> {
 
 /// The namespace controller on `manager`'s shared namespace informer and discovery.
 pub fn namespace_controller(
-    manager: &Manager,
+    manager: &impl ClusterAccess,
     options: NamespaceControllerOptions,
 ) -> Controller<NamespaceReconciler> {
     let cache = manager.cache();

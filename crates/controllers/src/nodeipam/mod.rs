@@ -20,6 +20,7 @@
 
 pub mod cidrset;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -29,7 +30,7 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::{runnable, BoxError, Manager, Runnable};
+use coxswain_runtime::manager::{runnable, BoxError, Runnable};
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::{Patch, PatchParams};
@@ -69,6 +70,10 @@ pub struct NodeIpamControllerOptions {
     pub node_cidr_mask_size_ipv6: u8,
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("node-controller")`).
+pub const SERVICE_ACCOUNT: &str = "node-controller";
+
 /// The registry entry: `node-ipam-controller`, alias `nodeipam`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -82,7 +87,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
             }
             let params = AllocatorParams::from_options(o)?;
             let allocator = RangeAllocator::new(&params)?;
-            Ok(Some(Box::new(node_ipam_controller(ctx.manager, allocator))))
+            Ok(Some(Box::new(node_ipam_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                allocator,
+            ))))
         },
     }
 }
@@ -445,7 +453,7 @@ fn node_handler(allocator: Shared) -> Funcs<Node> {
 
 /// The controller as a runnable of `mgr`: once the node cache synced, the blocks of
 /// existing nodes are recorded, then nodes are reconciled.
-pub fn node_ipam_controller(mgr: &Manager, allocator: RangeAllocator) -> impl Runnable {
+pub fn node_ipam_controller(mgr: &impl ClusterAccess, allocator: RangeAllocator) -> impl Runnable {
     let nodes = mgr.cache().informer::<Node>();
     let store = nodes.store().clone();
     let client = mgr.kube_client().clone();

@@ -33,6 +33,7 @@
 pub mod health;
 pub mod queue;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,7 +42,7 @@ use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::{Cache, Change};
 use coxswain_runtime::controller::{Action, Context, ControllerOptions, ReconcileResult};
 use coxswain_runtime::events::{EventRecorder, EventType};
-use coxswain_runtime::manager::{runnable, BoxError, Manager, Runnable};
+use coxswain_runtime::manager::{runnable, BoxError, Runnable};
 use coxswain_runtime::object::ObjectKey;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition, Taint};
@@ -104,6 +105,10 @@ impl Default for NodeLifecycleControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("node-controller")`).
+pub const SERVICE_ACCOUNT: &str = "node-controller";
+
 /// The registry entry: `node-lifecycle-controller`, alias `nodelifecycle`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -112,7 +117,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             Ok(Some(Box::new(node_lifecycle_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 &ctx.options.node_lifecycle,
             ))))
         },
@@ -157,7 +162,7 @@ fn node_ref(name: &str, uid: &str) -> ObjectReference {
 
 /// The controller as a runnable of `mgr`.
 pub fn node_lifecycle_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &NodeLifecycleControllerOptions,
 ) -> impl Runnable {
     let cache = mgr.cache().clone();

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod normalize;
 pub mod replica_calculator;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,7 +35,7 @@ use coxswain_runtime::controller::{
 use coxswain_runtime::discovery::{ResourceInfo, SharedDiscovery};
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::Funcs;
-use coxswain_runtime::manager::{runnable, Manager};
+use coxswain_runtime::manager::runnable;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::autoscaling::v2::{
     ContainerResourceMetricStatus, ExternalMetricStatus, HorizontalPodAutoscaler,
@@ -86,6 +87,10 @@ impl Default for HpaControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("horizontal-pod-autoscaler")`).
+pub const SERVICE_ACCOUNT: &str = "horizontal-pod-autoscaler";
+
 /// The registry entry: `horizontal-pod-autoscaler-controller`, alias
 /// `horizontalpodautoscaling`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -94,7 +99,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         aliases: &["horizontalpodautoscaling"],
         disabled_by_default: false,
         constructor: |ctx| {
-            let c = hpa_controller(ctx.manager, ctx.options.hpa.clone());
+            let c = hpa_controller(&ctx.clients(SERVICE_ACCOUNT)?, ctx.options.hpa.clone());
             Ok(Some(Box::new(runnable(
                 "horizontal-pod-autoscaler-controller",
                 true,
@@ -108,7 +113,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
 }
 
 /// The HPA controller over the manager's cache, asking the cluster's metrics APIs.
-pub fn hpa_controller(mgr: &Manager, options: HpaControllerOptions) -> Controller<impl Reconciler> {
+pub fn hpa_controller(
+    mgr: &impl ClusterAccess,
+    options: HpaControllerOptions,
+) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
     let hpas = cache.informer::<HorizontalPodAutoscaler>().store().clone();
     let reconciler = HpaReconciler {

@@ -20,11 +20,12 @@
 //! and `pod_gc_collector_force_delete_pod_errors_total` (by namespace and reason) count
 //! the deletions.
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use coxswain_runtime::manager::{runnable, BoxError, Manager};
+use coxswain_runtime::manager::{runnable, BoxError};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -65,6 +66,10 @@ impl Default for PodGcControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("pod-garbage-collector")`).
+pub const SERVICE_ACCOUNT: &str = "pod-garbage-collector";
+
 /// The registry entry: `pod-garbage-collector-controller`, alias `podgc`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -73,7 +78,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             Ok(Some(Box::new(podgc_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 &ctx.options.podgc,
             ))))
         },
@@ -473,7 +478,7 @@ impl<C: PodGcControl> PodGc<C> {
 /// The collector as a runnable of `mgr`: after the pod and node caches synced, a pass
 /// at once and then every `gc_check_period`.
 pub fn podgc_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &PodGcControllerOptions,
 ) -> impl coxswain_runtime::manager::Runnable {
     let cache = mgr.cache().clone();

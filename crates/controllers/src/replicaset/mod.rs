@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::{Manager, ManagerOptions};
+//! use coxswain_runtime::manager::ManagerOptions;
 //! let mgr = Manager::try_default(ManagerOptions::default()).await?;
 //! mgr.add(coxswain_controllers::replicaset::replicaset_controller(&mgr, 5))?;
 //! mgr.add(coxswain_controllers::replicaset::replication_controller(&mgr, 5))?;
@@ -29,11 +29,11 @@ pub mod kind;
 pub mod status;
 mod sync;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::controller::{Controller, ControllerOptions, Reconciler};
-use coxswain_runtime::manager::Manager;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 
@@ -74,6 +74,14 @@ impl Default for ReplicationControllerOptions {
     }
 }
 
+/// The ReplicaSet controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("replicaset-controller")`).
+pub const SERVICE_ACCOUNT: &str = "replicaset-controller";
+
+/// The ReplicationController controller's service account (upstream
+/// `ClientOrDie("replication-controller")`).
+pub const REPLICATION_SERVICE_ACCOUNT: &str = "replication-controller";
+
 /// The registry entry: `replicaset-controller`, alias `replicaset`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -82,7 +90,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let workers = ctx.options.replicaset.concurrent_rs_syncs;
-            Ok(Some(Box::new(replicaset_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(replicaset_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
@@ -96,34 +107,43 @@ pub fn replication_descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let workers = ctx.options.replication_controller.concurrent_rc_syncs;
-            Ok(Some(Box::new(replication_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(replication_controller(
+                &ctx.clients(REPLICATION_SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
 
 /// The ReplicaSet controller (`replicaset`), reconciling with `workers` concurrent
 /// workers (kube-controller-manager's `--concurrent-replicaset-syncs`, default 5).
-pub fn replicaset_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+pub fn replicaset_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<impl Reconciler> {
     controller_for::<ReplicaSet>(mgr, workers)
 }
 
 /// The ReplicationController controller (`replicationcontroller`), the same logic for
 /// core/v1 ReplicationControllers (`--concurrent-rc-syncs`, default 5).
-pub fn replication_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+pub fn replication_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<impl Reconciler> {
     controller_for::<ReplicationController>(mgr, workers)
 }
 
 /// The controller of kind `K`: reconciles `K`, woken by its pods through handlers that
 /// also keep the expectations.
 pub fn controller_for<K: ReplicaSetKind>(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     workers: usize,
 ) -> Controller<ReplicaSetReconciler<K>> {
     let expectations = Arc::new(ControllerExpectations::new());
     let cache = mgr.cache();
     let owners = cache.informer::<K>().store().clone();
     let recorder = mgr.event_recorder(K::EVENT_COMPONENT);
-    let reconciler = ReplicaSetReconciler::<K>::new(cache.clone(), recorder, expectations.clone());
+    let reconciler = ReplicaSetReconciler::<K>::new(mgr.client(), recorder, expectations.clone());
     ControllerBuilder::new(cache)
         .named(K::CONTROLLER_NAME)
         .with_options(ControllerOptions {

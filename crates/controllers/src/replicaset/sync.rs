@@ -54,11 +54,11 @@ pub struct ReplicaSetReconciler<K> {
 
 impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
     pub(crate) fn new(
-        cache: Arc<Cache>,
+        client: Client,
         recorder: EventRecorder,
         expectations: Arc<ControllerExpectations>,
     ) -> Self {
-        let client = Client::new(cache.clone());
+        let cache = client.cache().clone();
         ReplicaSetReconciler {
             fresh: client.clone().uncached::<K>(),
             pods: PodControl::new(client.clone(), recorder.clone()),

@@ -21,6 +21,7 @@
 //! object-count informer starts when a quota first names the resource (upstream watches
 //! every quotable resource found by discovery every 30 seconds).
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,7 +35,6 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ResourceQuota, Service};
 use kube::api::PostParams;
@@ -63,6 +63,10 @@ impl Default for ResourceQuotaControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("resourcequota-controller")`).
+pub const SERVICE_ACCOUNT: &str = "resourcequota-controller";
+
 /// The registry entry: `resourcequota-controller`, alias `resourcequota`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -71,7 +75,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             Ok(Some(Box::new(resource_quota_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 &ctx.options.resource_quota,
             ))))
         },
@@ -145,7 +149,7 @@ fn claim_changed(old: &Value, new: &Value) -> bool {
 
 /// The resource quota controller, ready to be added to `mgr`.
 pub fn resource_quota_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     opts: &ResourceQuotaControllerOptions,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();

@@ -78,8 +78,8 @@ fn api_message(e: &kube::Error) -> String {
 }
 
 impl StatefulSetReconciler {
-    pub(crate) fn new(cache: Arc<Cache>, recorder: EventRecorder) -> Self {
-        let client = Client::new(cache.clone());
+    pub(crate) fn new(client: Client, recorder: EventRecorder) -> Self {
+        let cache = client.cache().clone();
         StatefulSetReconciler {
             fresh: client.clone().uncached::<StatefulSet>(),
             pods: PodControl::new(client.clone(), recorder.clone()),
@@ -93,7 +93,7 @@ impl StatefulSetReconciler {
     }
 
     fn kube(&self) -> kube::Client {
-        self.cache.client().clone()
+        self.client.kube_client().clone()
     }
 
     async fn sync(&self, key: ObjectKey) -> ReconcileResult {

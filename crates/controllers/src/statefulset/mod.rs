@@ -28,6 +28,7 @@ mod consistency;
 pub mod control;
 pub mod utils;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +38,6 @@ use coxswain_runtime::cache::{Change, Store};
 use coxswain_runtime::controller::{Controller, ControllerOptions};
 use coxswain_runtime::controllerutil::get_controller_of;
 use coxswain_runtime::handler::{EventHandler, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -62,6 +62,10 @@ impl Default for StatefulSetControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("statefulset-controller")`).
+pub const SERVICE_ACCOUNT: &str = "statefulset-controller";
+
 /// The registry entry: `statefulset-controller`, alias `statefulset`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -70,17 +74,23 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             let workers = ctx.options.statefulset.concurrent_statefulset_syncs;
-            Ok(Some(Box::new(statefulset_controller(ctx.manager, workers))))
+            Ok(Some(Box::new(statefulset_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                workers,
+            ))))
         },
     }
 }
 
 /// The StatefulSet controller with `workers` concurrent workers.
-pub fn statefulset_controller(mgr: &Manager, workers: usize) -> Controller<StatefulSetReconciler> {
+pub fn statefulset_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<StatefulSetReconciler> {
     let cache = mgr.cache();
     let sets = cache.informer::<StatefulSet>().store().clone();
     let recorder = mgr.event_recorder("statefulset-controller");
-    let reconciler = StatefulSetReconciler::new(cache.clone(), recorder);
+    let reconciler = StatefulSetReconciler::new(mgr.client(), recorder);
     ControllerBuilder::new(cache)
         .named("statefulset")
         .with_options(ControllerOptions {

@@ -20,12 +20,13 @@
 
 pub mod planner;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use coxswain_runtime::cache::Change;
 use coxswain_runtime::events::{EventRecorder, EventType};
-use coxswain_runtime::manager::{runnable, BoxError, Manager, Runnable};
+use coxswain_runtime::manager::{runnable, BoxError, Runnable};
 use coxswain_runtime::object::ObjectKey;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -56,13 +57,21 @@ pub const RETRY_PAUSE: Duration = Duration::from_millis(10);
 #[derive(Clone, Debug, Default)]
 pub struct TaintEvictionControllerOptions {}
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("node-controller")`) (the taint eviction controller uses the node controller's role, as upstream).
+pub const SERVICE_ACCOUNT: &str = "node-controller";
+
 /// The registry entry: `taint-eviction-controller` (no alias, on by default).
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
         name: CONTROLLER_NAME,
         aliases: &[],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(taint_eviction_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(taint_eviction_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -202,7 +211,7 @@ impl Pending {
 }
 
 /// The controller as a runnable of `mgr`.
-pub fn taint_eviction_controller(mgr: &Manager) -> impl Runnable {
+pub fn taint_eviction_controller(mgr: &impl ClusterAccess) -> impl Runnable {
     let cache = mgr.cache().clone();
     let pods = cache.informer::<Pod>();
     if !pods.store().has_index(POD_NODE_INDEX) {

@@ -22,6 +22,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::{Arc, Mutex};
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -30,7 +31,6 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams};
@@ -88,13 +88,21 @@ pub const BOUNDARIES: [Boundary; 5] = [
 #[derive(Clone, Debug, Default)]
 pub struct TtlControllerOptions {}
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("ttl-controller")`).
+pub const SERVICE_ACCOUNT: &str = "ttl-controller";
+
 /// The registry entry: `ttl-controller`, alias `ttl`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
         name: CONTROLLER_NAME,
         aliases: &["ttl"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(ttl_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(ttl_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -159,7 +167,7 @@ fn node_handler(size: Arc<Mutex<ClusterSize>>) -> Funcs<Node> {
 }
 
 /// The TTL controller as a runnable of `mgr`.
-pub fn ttl_controller(mgr: &Manager) -> Controller<TtlReconciler> {
+pub fn ttl_controller(mgr: &impl ClusterAccess) -> Controller<TtlReconciler> {
     let size = Arc::new(Mutex::new(ClusterSize::default()));
     let reconciler = TtlReconciler {
         nodes: mgr.cache().informer::<Node>().store().clone(),

@@ -12,6 +12,7 @@
 //! The metric `ttl_after_finished_controller_job_deletion_duration_seconds` records how
 //! late after expiry each Job was deleted.
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -21,7 +22,6 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::Funcs;
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -50,6 +50,10 @@ impl Default for TtlAfterFinishedControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("ttl-after-finished-controller")`).
+pub const SERVICE_ACCOUNT: &str = "ttl-after-finished-controller";
+
 /// The registry entry: `ttl-after-finished-controller`, alias `ttl-after-finished`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -63,7 +67,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
                 n => n,
             };
             Ok(Some(Box::new(ttl_after_finished_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 workers,
             ))))
         },
@@ -188,7 +192,10 @@ fn job_handler() -> Funcs<Job> {
 }
 
 /// The TTL-after-finished controller, ready to be added to `mgr`.
-pub fn ttl_after_finished_controller(mgr: &Manager, workers: usize) -> Controller<impl Reconciler> {
+pub fn ttl_after_finished_controller(
+    mgr: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
     // registered from the start, as upstream's
     deletion_duration();

@@ -463,10 +463,7 @@ async fn the_controller_manager_watches_each_resource_once() {
     )
     .expect("manager");
     let options = ControllerManagerOptions::default();
-    let ctx = ControllerContext {
-        manager: &mgr,
-        options: &options,
-    };
+    let ctx = ControllerContext::new(&mgr, &options);
     let registry = coxswain_controllers::builtin();
     for d in registry.descriptors() {
         if d.name == garbagecollector::NAME {

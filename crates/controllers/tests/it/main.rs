@@ -18,6 +18,7 @@ mod podautoscaler;
 mod podgc;
 mod replicaset;
 mod resourcequota;
+mod sa_credentials;
 mod small;
 mod statefulset;
 mod tainteviction;

@@ -70,12 +70,9 @@ async fn nodes_get_blocks_of_the_cluster_cidr_until_it_runs_out() {
     )
     .expect("manager");
     let o = options("10.10.0.0/22", "10.10.1.0/24", 24);
-    let inner = (nodeipam::descriptor().constructor)(&ControllerContext {
-        manager: &mgr,
-        options: &o,
-    })
-    .expect("built")
-    .expect("enabled");
+    let inner = (nodeipam::descriptor().constructor)(&ControllerContext::new(&mgr, &o))
+        .expect("built")
+        .expect("enabled");
     mgr.add(runnable("ipam", true, move |cancel| async move {
         inner.start(cancel).await?;
         Ok::<(), BoxError>(())
@@ -145,11 +142,7 @@ async fn off_without_allocate_node_cidrs_and_refused_without_a_cluster_cidr() {
     )
     .expect("manager");
     let build = |o: &ControllerManagerOptions| {
-        (nodeipam::descriptor().constructor)(&ControllerContext {
-            manager: &mgr,
-            options: o,
-        })
-        .map(|r| r.is_some())
+        (nodeipam::descriptor().constructor)(&ControllerContext::new(&mgr, o)).map(|r| r.is_some())
     };
     assert_eq!(build(&ControllerManagerOptions::default()), Ok(false));
     assert!(build(&options("", "", 0)).is_err());

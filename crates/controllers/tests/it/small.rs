@@ -48,10 +48,7 @@ impl Running {
         let flags: Vec<String> = names.iter().map(|s| s.to_string()).collect();
         let mut options = ControllerManagerOptions::default();
         options.service_account.root_ca = root_ca;
-        let ctx = ControllerContext {
-            manager: &manager,
-            options: &options,
-        };
+        let ctx = ControllerContext::new(&manager, &options);
         for d in registry.select(&flags).expect("known controllers") {
             let runnable = (d.constructor)(&ctx)
                 .expect("controller constructs")

@@ -7,7 +7,10 @@
 //! cache and be read directly ([`Client::uncached`]). On top: create-or-update,
 //! create-or-patch and server-side apply ([`Client::create_or_update`],
 //! [`Client::create_or_patch`], [`Client::apply`]), with an optional default field
-//! manager for every write ([`Client::with_field_owner`]).
+//! manager for every write ([`Client::with_field_owner`]). A client can pair the shared
+//! cache with another API client for its writes and uncached reads
+//! ([`Client::with_kube_client`]): kube-controller-manager's controllers read from the
+//! shared informers and write as their own service account.
 
 mod upsert;
 
@@ -106,6 +109,8 @@ pub struct ListOptions {
 #[derive(Clone)]
 pub struct Client {
     cache: Arc<Cache>,
+    /// Writes and uncached reads go here instead of the cache's client.
+    writer: Option<kube::Client>,
     uncached: Arc<HashSet<TypeId>>,
     field_owner: Option<Arc<str>>,
 }
@@ -123,6 +128,7 @@ impl Client {
     pub fn new(cache: Arc<Cache>) -> Self {
         Client {
             cache,
+            writer: None,
             uncached: Arc::new(HashSet::new()),
             field_owner: None,
         }
@@ -133,6 +139,14 @@ impl Client {
     /// records the User-Agent's program name.
     pub fn with_field_owner(mut self, manager: &str) -> Self {
         self.field_owner = Some(Arc::from(manager));
+        self
+    }
+
+    /// The same client, sending its writes and uncached reads with `kube` (another
+    /// identity) while reading from the shared cache, whose informers keep the cache's
+    /// own client (kube-controller-manager's per-controller clients over shared informers).
+    pub fn with_kube_client(mut self, kube: kube::Client) -> Self {
+        self.writer = Some(kube);
         self
     }
 
@@ -161,8 +175,14 @@ impl Client {
         &self.cache
     }
 
+    /// The API client writes and uncached reads go through: the one given to
+    /// [`Client::with_kube_client`], else the cache's.
+    pub fn kube_client(&self) -> &kube::Client {
+        self.writer.as_ref().unwrap_or_else(|| self.cache.client())
+    }
+
     fn kube(&self) -> &kube::Client {
-        self.cache.client()
+        self.kube_client()
     }
 
     /// Send a built request and decode the answer.

@@ -32,6 +32,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,7 +44,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::Requests;
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, VolumeAttachment};
@@ -106,6 +106,10 @@ impl AttachDetachControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("attachdetach-controller")`).
+pub const SERVICE_ACCOUNT: &str = "attachdetach-controller";
+
 /// The registry entry: `persistentvolume-attach-detach-controller`, alias `attachdetach`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -115,7 +119,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
         constructor: |ctx| {
             let o = &ctx.options.attach_detach;
             o.validate()?;
-            Ok(Some(Box::new(attach_detach_controller(ctx.manager, o))))
+            Ok(Some(Box::new(attach_detach_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                o,
+            ))))
         },
     }
 }
@@ -393,7 +400,7 @@ pub fn plan(
 
 /// The controller as a runnable of `mgr`.
 pub fn attach_detach_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &AttachDetachControllerOptions,
 ) -> Controller<AttachDetachReconciler> {
     let cache = mgr.cache();

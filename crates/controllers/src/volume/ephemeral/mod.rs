@@ -16,6 +16,7 @@
 //! `ephemeral_volume_controller_create_total` and `..._create_failures_total` count
 //! the creation requests.
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::{Arc, OnceLock};
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -25,7 +26,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -57,6 +57,10 @@ impl Default for EphemeralVolumeControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("ephemeral-volume-controller")`).
+pub const SERVICE_ACCOUNT: &str = "ephemeral-volume-controller";
+
 /// The registry entry: `ephemeral-volume-controller`, alias `ephemeral-volume`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
@@ -71,7 +75,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
                     o.concurrent_ephemeral_volume_syncs
                 ));
             }
-            Ok(Some(Box::new(ephemeral_volume_controller(ctx.manager, o))))
+            Ok(Some(Box::new(ephemeral_volume_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+                o,
+            ))))
         },
     }
 }
@@ -150,7 +157,7 @@ fn pod_handler() -> Funcs<Pod> {
 
 /// The controller as a runnable of `mgr`.
 pub fn ephemeral_volume_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &EphemeralVolumeControllerOptions,
 ) -> Controller<EphemeralReconciler> {
     add_pod_pvc_index(mgr.cache());

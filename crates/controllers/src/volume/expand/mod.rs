@@ -17,6 +17,7 @@
 //! `persistent Volume is not bound to PVC being updated : <ns>/<name>` and is retried.
 //! 10 workers, as upstream's `defaultWorkerCount`.
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 
 use apimachinery::quantity;
@@ -27,7 +28,6 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -49,6 +49,10 @@ pub const WORKERS: usize = 10;
 #[derive(Clone, Debug, Default)]
 pub struct ExpandControllerOptions {}
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("expand-controller")`).
+pub const SERVICE_ACCOUNT: &str = "expand-controller";
+
 /// The registry entry: `persistentvolume-expander-controller`, alias
 /// `persistentvolume-expander`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -56,7 +60,11 @@ pub fn descriptor() -> crate::registry::Descriptor {
         name: CONTROLLER_NAME,
         aliases: &["persistentvolume-expander"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(expand_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(expand_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -111,7 +119,7 @@ pub fn needs_expansion(pvc: &PersistentVolumeClaim) -> bool {
 }
 
 /// The controller as a runnable of `mgr`.
-pub fn expand_controller(mgr: &Manager) -> Controller<ExpandReconciler> {
+pub fn expand_controller(mgr: &impl ClusterAccess) -> Controller<ExpandReconciler> {
     let reconciler = ExpandReconciler {
         pvcs: mgr
             .cache()

@@ -19,6 +19,7 @@
 //! recycler). Every claim and volume is synced again every `--pvclaimbinder-sync-period`
 //! (15 s). See [`binder`] for the sync logic.
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ use coxswain_runtime::controller::{
 };
 use coxswain_runtime::events::{EventRecorder, EventType};
 use coxswain_runtime::handler::Funcs;
-use coxswain_runtime::manager::{BoxError, Manager, Runnable};
+use coxswain_runtime::manager::{BoxError, Runnable};
 use coxswain_runtime::workqueue::RateLimitedQueue;
 use coxswain_runtime::ObjectKey;
 use futures::future::BoxFuture;
@@ -121,6 +122,10 @@ impl Default for PersistentVolumeBinderControllerOptions {
     }
 }
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("persistent-volume-binder")`).
+pub const SERVICE_ACCOUNT: &str = "persistent-volume-binder";
+
 /// The registry entry: `persistentvolume-binder-controller`, alias
 /// `persistentvolume-binder`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -130,7 +135,7 @@ pub fn descriptor() -> crate::registry::Descriptor {
         disabled_by_default: false,
         constructor: |ctx| {
             Ok(Some(Box::new(persistent_volume_binder_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 &ctx.options.persistent_volume_binder,
             ))))
         },
@@ -355,7 +360,7 @@ impl Runnable for PersistentVolumeBinderController {
 
 /// The binder as a runnable of `mgr`.
 pub fn persistent_volume_binder_controller(
-    mgr: &Manager,
+    mgr: &impl ClusterAccess,
     options: &PersistentVolumeBinderControllerOptions,
 ) -> PersistentVolumeBinderController {
     let cache = mgr.cache();

@@ -23,6 +23,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -31,7 +32,6 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{ListParams, PostParams};
@@ -51,6 +51,10 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 #[derive(Clone, Debug, Default)]
 pub struct PvcProtectionControllerOptions {}
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("pvc-protection-controller")`).
+pub const SERVICE_ACCOUNT: &str = "pvc-protection-controller";
+
 /// The registry entry: `persistentvolumeclaim-protection-controller`, alias
 /// `pvc-protection`.
 pub fn descriptor() -> crate::registry::Descriptor {
@@ -58,7 +62,11 @@ pub fn descriptor() -> crate::registry::Descriptor {
         name: CONTROLLER_NAME,
         aliases: &["pvc-protection"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(pvc_protection_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(pvc_protection_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -173,7 +181,7 @@ fn pod_handler() -> Funcs<Pod> {
 }
 
 /// The controller as a runnable of `mgr`.
-pub fn pvc_protection_controller(mgr: &Manager) -> Controller<PvcProtectionReconciler> {
+pub fn pvc_protection_controller(mgr: &impl ClusterAccess) -> Controller<PvcProtectionReconciler> {
     add_pod_pvc_index(mgr.cache());
     let reconciler = PvcProtectionReconciler {
         pvcs: mgr

@@ -7,6 +7,7 @@
 //! controller removes it from a volume being deleted unless the volume is `Bound`
 //! (a Released or Available volume goes at once), and adds it to volumes that lack it.
 
+use crate::clientbuilder::ClusterAccess;
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -15,7 +16,6 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::{Funcs, Requests};
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::PostParams;
@@ -32,13 +32,21 @@ pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 #[derive(Clone, Debug, Default)]
 pub struct PvProtectionControllerOptions {}
 
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("pv-protection-controller")`).
+pub const SERVICE_ACCOUNT: &str = "pv-protection-controller";
+
 /// The registry entry: `persistentvolume-protection-controller`, alias `pv-protection`.
 pub fn descriptor() -> crate::registry::Descriptor {
     crate::registry::Descriptor {
         name: CONTROLLER_NAME,
         aliases: &["pv-protection"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(pv_protection_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(pv_protection_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -83,7 +91,7 @@ fn pv_handler() -> Funcs<PersistentVolume> {
 }
 
 /// The controller as a runnable of `mgr`.
-pub fn pv_protection_controller(mgr: &Manager) -> Controller<PvProtectionReconciler> {
+pub fn pv_protection_controller(mgr: &impl ClusterAccess) -> Controller<PvProtectionReconciler> {
     let reconciler = PvProtectionReconciler {
         pvs: mgr.cache().informer::<PersistentVolume>().store().clone(),
         client: mgr.kube_client().clone(),

@@ -64,10 +64,7 @@ impl Harness {
         };
         let mgr = Manager::new(env.kube_config().await.expect("config"), options).expect("manager");
         for d in descriptors {
-            let ctx = ControllerContext {
-                manager: &mgr,
-                options: &cm_options,
-            };
+            let ctx = ControllerContext::new(&mgr, &cm_options);
             let inner = (d.constructor)(&ctx)
                 .expect("controller constructed")
                 .expect("controller enabled");

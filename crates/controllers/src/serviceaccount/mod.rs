@@ -1,4 +1,5 @@
-//! The service account controller: a `default` ServiceAccount in every active namespace.
+//! The service account controllers: a `default` ServiceAccount in every active namespace
+//! (this module), the legacy token Secrets ([`tokens`]) and their clean-up ([`cleaner`]).
 //!
 //! After kube-controller-manager's `serviceaccount-controller`
 //! (kubernetes/kubernetes `pkg/controller/serviceaccount/serviceaccounts_controller.go`):
@@ -10,6 +11,10 @@
 //! default, as upstream's `Run(ctx, 1)`; `--concurrent-serviceaccount-syncs` (a coxswain
 //! flag: upstream hard-codes the one worker) changes it.
 
+use crate::clientbuilder::ClusterAccess;
+pub mod cleaner;
+pub mod tokens;
+
 use std::sync::Arc;
 
 use crate::registry::{ControllerContext, Descriptor};
@@ -20,7 +25,7 @@ use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
 use coxswain_runtime::handler::EnqueueMapped;
-use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::manager::Runnable;
 use coxswain_runtime::predicate::BoxPredicate;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
@@ -32,6 +37,10 @@ pub const NAME: &str = "serviceaccount-controller";
 /// The accounts ensured in every namespace (upstream
 /// `DefaultServiceAccountsControllerOptions`).
 pub const SERVICE_ACCOUNTS: &[&str] = &["default"];
+
+/// The controller's service account with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("service-account-controller")`).
+pub const SERVICE_ACCOUNT: &str = "service-account-controller";
 
 /// The registry entry: `serviceaccount-controller`, alias `serviceaccount`, on by default.
 pub fn descriptor() -> Descriptor {
@@ -45,7 +54,10 @@ pub fn descriptor() -> Descriptor {
 
 fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
     let workers = ctx.options.service_account.concurrent_serviceaccount_syncs;
-    Ok(Some(Box::new(new_controller(ctx.manager, workers))))
+    Ok(Some(Box::new(new_controller(
+        &ctx.clients(SERVICE_ACCOUNT)?,
+        workers,
+    ))))
 }
 
 /// The options of the service account controllers (upstream
@@ -54,9 +66,15 @@ fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, S
 pub struct ServiceAccountControllerOptions {
     /// Namespaces synced at once (`--concurrent-serviceaccount-syncs`, 1).
     pub concurrent_serviceaccount_syncs: usize,
-    /// The cluster CA bundle (PEM) the root CA publisher puts in every namespace:
-    /// `--root-ca-file`, else the CA of the client configuration.
+    /// The cluster CA bundle (PEM) the root CA publisher puts in every namespace (and
+    /// the token controller in `ca.crt`): `--root-ca-file`, else the CA of the client
+    /// configuration.
     pub root_ca: Option<String>,
+    /// `--service-account-private-key-file`: the key legacy tokens are signed with; the
+    /// token controller runs only with it.
+    pub service_account_key_file: Option<std::path::PathBuf>,
+    /// Token Secrets synced at once (`--concurrent-serviceaccount-token-syncs`, 5).
+    pub concurrent_sa_token_syncs: usize,
 }
 
 impl Default for ServiceAccountControllerOptions {
@@ -64,13 +82,18 @@ impl Default for ServiceAccountControllerOptions {
         ServiceAccountControllerOptions {
             concurrent_serviceaccount_syncs: 1,
             root_ca: None,
+            service_account_key_file: None,
+            concurrent_sa_token_syncs: 5,
         }
     }
 }
 
 /// Builds the controller on the manager's shared cache (namespace and service account
 /// informers), with `workers` concurrent syncs.
-pub fn new_controller(manager: &Manager, workers: usize) -> Controller<ServiceAccountsReconciler> {
+pub fn new_controller(
+    manager: &impl ClusterAccess,
+    workers: usize,
+) -> Controller<ServiceAccountsReconciler> {
     let ensured: BoxPredicate<ServiceAccount> = Arc::new(|c: &Change<ServiceAccount>| match c {
         Change::Deleted(sa) => {
             SERVICE_ACCOUNTS.contains(&sa.metadata.name.as_deref().unwrap_or(""))
@@ -94,7 +117,7 @@ pub fn new_controller(manager: &Manager, workers: usize) -> Controller<ServiceAc
         )
         .with_options(ControllerOptions::workers(workers))
         .build(ServiceAccountsReconciler {
-            client: Client::new(manager.cache().clone()),
+            client: manager.client(),
         })
 }
 
@@ -173,6 +196,92 @@ impl Reconciler for ServiceAccountsReconciler {
         } else {
             Err(ReconcileError::msg(failures.join("; ")))
         }
+    }
+}
+
+/// The registry entry of the legacy token controller: `serviceaccount-token-controller`,
+/// alias `serviceaccount-token`, on by default but off (as upstream: "no private key")
+/// without `--service-account-private-key-file`. It keeps the controller manager's own
+/// client under `--use-service-account-credentials`, as upstream's `tokens-controller`.
+pub fn token_descriptor() -> Descriptor {
+    Descriptor {
+        name: tokens::NAME,
+        aliases: &["serviceaccount-token"],
+        disabled_by_default: false,
+        constructor: construct_tokens,
+    }
+}
+
+/// Reads `--service-account-private-key-file` and signs legacy tokens with it (upstream
+/// `JWTTokenGenerator(LegacyIssuer, privateKey)`).
+pub fn token_generator_from_key_file(
+    path: &std::path::Path,
+) -> Result<tokens::TokenGenerator, String> {
+    let pem = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "error reading key for service account token controller: {}: {e}",
+            path.display()
+        )
+    })?;
+    let key = apimachinery::serviceaccount::SigningKey::from_pem(&pem).map_err(|e| {
+        format!(
+            "error reading key for service account token controller: {}: {e}",
+            path.display()
+        )
+    })?;
+    Ok(Arc::new(
+        move |sa: &ServiceAccount, secret: &k8s_openapi::api::core::v1::Secret| {
+            apimachinery::serviceaccount::sign_legacy(
+                &key,
+                sa.metadata.namespace.as_deref().unwrap_or(""),
+                sa.metadata.name.as_deref().unwrap_or(""),
+                sa.metadata.uid.as_deref().unwrap_or(""),
+                secret.metadata.name.as_deref().unwrap_or(""),
+            )
+            .map_err(|e| e.to_string())
+        },
+    ))
+}
+
+fn construct_tokens(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, String> {
+    let o = &ctx.options.service_account;
+    let Some(path) = &o.service_account_key_file else {
+        tracing::info!(
+            controller = tokens::NAME,
+            "controller is disabled because there is no private key"
+        );
+        return Ok(None);
+    };
+    let generator = token_generator_from_key_file(path)?;
+    Ok(Some(Box::new(tokens::tokens_controller(
+        ctx.manager.cache(),
+        ctx.manager.kube_client().clone(),
+        tokens::TokensControllerOptions {
+            generator,
+            root_ca: o.root_ca.as_ref().map(|ca| ca.as_bytes().to_vec()),
+            workers: o.concurrent_sa_token_syncs,
+        },
+    ))))
+}
+
+/// The registry entry of the legacy token cleaner:
+/// `legacy-serviceaccount-token-cleaner-controller`, alias
+/// `legacy-serviceaccount-token-cleaner`, on by default.
+pub fn cleaner_descriptor() -> Descriptor {
+    Descriptor {
+        name: cleaner::NAME,
+        aliases: &["legacy-serviceaccount-token-cleaner"],
+        disabled_by_default: false,
+        constructor: |ctx| {
+            let clients = ctx.clients(cleaner::SERVICE_ACCOUNT)?;
+            let c = cleaner::legacy_sa_token_cleaner(
+                clients.cache(),
+                clients.kube_client().clone(),
+                &ctx.options.legacy_sa_token_cleaner,
+                cleaner::DEFAULT_SYNC_INTERVAL,
+            )?;
+            Ok(Some(Box::new(c) as Box<dyn Runnable>))
+        },
     }
 }
 
