@@ -19,6 +19,7 @@ mod podgc;
 mod replicaset;
 mod resourcequota;
 mod sa_credentials;
+mod sa_tokens;
 mod small;
 mod statefulset;
 mod tainteviction;
