@@ -13,10 +13,14 @@ use std::collections::BTreeSet;
 use coxswain_controllers::clientbuilder::{self, SERVICE_ACCOUNT_NAMESPACE};
 use coxswain_controllers::controller_manager::{self, ControllerManagerConfig};
 use coxswain_runtime::envtest;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Namespace, Node, Pod, ResourceQuota, Service, ServiceAccount,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
@@ -158,7 +162,87 @@ async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles(
         .await
         .expect("aggregated part");
 
+    // a node (its annotation, taints and daemon pods), a budget, a quota, an autoscaler
+    Api::<Node>::all(root.clone())
+        .create(
+            &pp,
+            &object(json!({"metadata": {"name": "sa-credentials-node"}})),
+        )
+        .await
+        .expect("node");
+    let agent = json!({"app": "agent"});
+    Api::<DaemonSet>::namespaced(root.clone(), ns)
+        .create(
+            &pp,
+            &object(json!({
+                "metadata": {"name": "agent"},
+                "spec": {"selector": {"matchLabels": agent},
+                    "template": {"metadata": {"labels": agent},
+                        "spec": {"containers": [{"name": "c", "image": "agent"}]}}},
+            })),
+        )
+        .await
+        .expect("daemon set");
+    Api::<PodDisruptionBudget>::namespaced(root.clone(), ns)
+        .create(
+            &pp,
+            &object(json!({
+                "metadata": {"name": "web"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+            })),
+        )
+        .await
+        .expect("budget");
+    Api::<ResourceQuota>::namespaced(root.clone(), ns)
+        .create(
+            &pp,
+            &object(json!({
+                "metadata": {"name": "pods"},
+                "spec": {"hard": {"pods": "100"}},
+            })),
+        )
+        .await
+        .expect("quota");
+    Api::<HorizontalPodAutoscaler>::namespaced(root.clone(), ns)
+        .create(&pp, &object(json!({
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 3,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 50}}}]},
+        })))
+        .await
+        .expect("autoscaler");
+
     // what the controllers write, each as its own account
+    let nodes: Api<Node> = Api::all(root.clone());
+    wait_for("the node's TTL annotation", || async {
+        let n = nodes.get("sa-credentials-node").await.ok()?;
+        n.metadata
+            .annotations
+            .as_ref()?
+            .get("node.alpha.kubernetes.io/ttl")
+            .cloned()
+    })
+    .await;
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(root.clone(), ns);
+    wait_for("the budget's status", || async {
+        let b = budgets.get("web").await.ok()?;
+        b.status?.observed_generation
+    })
+    .await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(root.clone(), ns);
+    wait_for("the quota's usage", || async {
+        let q = quotas.get("pods").await.ok()?;
+        q.status?.used
+    })
+    .await;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(root.clone(), ns);
+    wait_for("the autoscaler's conditions", || async {
+        let h = hpas.get("web").await.ok()?;
+        h.status?.conditions.filter(|c| !c.is_empty())
+    })
+    .await;
     let sas: Api<ServiceAccount> = Api::namespaced(root.clone(), ns);
     wait_for("the default service account", || async {
         sas.get_opt("default").await.ok().flatten()
@@ -179,7 +263,7 @@ async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles(
     })
     .await;
     wait_for(
-        "the pods of the deployment, the job and the stateful set",
+        "the pods of the deployment, the job, the stateful set and the daemon set",
         || async {
             let l = pods.list(&ListParams::default()).await.ok()?;
             let owners: BTreeSet<String> = l
@@ -188,7 +272,7 @@ async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles(
                 .flat_map(|p| p.metadata.owner_references.iter().flatten())
                 .map(|o| o.kind.clone())
                 .collect();
-            (l.items.len() >= 4 && owners.len() == 3).then_some(())
+            (l.items.len() >= 5 && owners.len() == 4).then_some(())
         },
     )
     .await;
@@ -241,6 +325,11 @@ async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles(
         })
         .await;
     }
+    Api::<Node>::all(root.clone())
+        .delete("sa-credentials-node", &DeleteParams::default())
+        .await
+        .expect("node deleted");
+
     // while it terminates, creates in it are refused with 403 as kube-apiserver refuses
     // them ("... because it is being terminated"): the only refusals allowed
     let prefixes = [
@@ -249,6 +338,8 @@ async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles(
         format!("/apis/events.k8s.io/v1/namespaces/{ns}/"),
         format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/"),
         format!("/apis/batch/v1/namespaces/{ns}/"),
+        format!("/apis/policy/v1/namespaces/{ns}/"),
+        format!("/apis/autoscaling/v2/namespaces/{ns}/"),
     ];
     let refused: Vec<_> = clientbuilder::refusals()
         .into_iter()
