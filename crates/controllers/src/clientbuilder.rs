@@ -660,4 +660,91 @@ mod tests {
             "system:serviceaccount:kube-system:deployment-controller"
         );
     }
+
+    /// A root client whose every request fails with a 500 (counted in `calls`).
+    fn failing_root(calls: Arc<std::sync::atomic::AtomicUsize>) -> kube::Client {
+        let svc = tower::service_fn(move |_req: http::Request<kube::client::Body>| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(
+                    http::Response::builder()
+                        .status(500)
+                        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                            br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"boom","reason":"InternalError","code":500}"#,
+                        )))
+                        .expect("a response"),
+                )
+            }
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    fn source(root: kube::Client) -> Arc<TokenSource> {
+        Arc::new(TokenSource {
+            root,
+            namespace: "kube-system".into(),
+            name: "deployment-controller".into(),
+            expiration_seconds: DEFAULT_EXPIRATION_SECONDS,
+            leeway_percent: DEFAULT_LEEWAY_PERCENT,
+            cached: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Sends `n` requests through the layer; the Authorization header each carried.
+    async fn authorizations(source: Arc<TokenSource>, n: usize) -> Vec<Option<String>> {
+        use tower::{Layer, Service, ServiceExt};
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let inner = tower::service_fn(move |req: http::Request<()>| {
+            let auth = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            record.lock().expect("lock").push(auth);
+            async { Ok::<_, std::convert::Infallible>(()) }
+        });
+        let mut svc = BearerTokenLayer { source }.layer(inner);
+        for _ in 0..n {
+            svc.ready()
+                .await
+                .expect("ready")
+                .call(http::Request::new(()))
+                .await
+                .expect("answered");
+        }
+        let out = seen.lock().expect("lock").clone();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_fresh_token_is_sent_without_a_token_request() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s = source(failing_root(calls.clone()));
+        *s.cached.lock().expect("lock") =
+            Some(("abc".into(), Instant::now() + Duration::from_secs(60)));
+        let seen = authorizations(s, 2).await;
+        assert_eq!(seen, vec![Some("Bearer abc".to_string()); 2]);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    // a token due for renewal is requested again (upstream's four attempts with backoff);
+    // when none can be had the request goes without one (the server answers 401); the
+    // backoff between attempts (0.5 + 1 + 2 s) is really waited
+    #[tokio::test]
+    async fn a_stale_token_is_renewed_and_a_failure_sends_none() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s = source(failing_root(calls.clone()));
+        *s.cached.lock().expect("lock") = Some(("old".into(), Instant::now()));
+        let seen = authorizations(s.clone(), 1).await;
+        assert_eq!(seen, vec![None]);
+        // each attempt reads the service account first (and fails there)
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
+        let err = s.clone().token().await.expect_err("no token");
+        assert!(
+            err.starts_with("failed to get token for kube-system/deployment-controller"),
+            "{err}"
+        );
+    }
 }
