@@ -18,6 +18,9 @@
 //! - [`time`]: `metav1.Time` and `MicroTime` formats, civil dates, ages;
 //! - [`serviceaccount`]: service account tokens (JWTs): keys, claims, signing and
 //!   verification;
+//! - [`pem`] and [`x509`]: Go's `encoding/pem` decoding and the parts of
+//!   `crypto/x509` certificate requests and certificates are checked with (the API
+//!   server's CSR validation, the CSR signing controller);
 //! - [`gofmt`]: Go's `%q`, `%v` and `encoding/json` renderings, which upstream's
 //!   messages are made of.
 
@@ -30,6 +33,7 @@ pub mod field;
 pub mod gofmt;
 pub mod mergepatch;
 pub mod names;
+pub mod pem;
 pub mod quantity;
 pub mod quota;
 pub mod selector;
@@ -38,3 +42,4 @@ pub mod status;
 pub mod taints;
 pub mod time;
 pub mod tz;
+pub mod x509;

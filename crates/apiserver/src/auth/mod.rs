@@ -11,6 +11,7 @@
 pub mod authn;
 pub mod rbac;
 pub mod request_info;
+pub mod signer;
 
 use std::sync::Arc;
 

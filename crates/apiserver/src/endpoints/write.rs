@@ -492,6 +492,17 @@ impl Api {
             }),
         };
         // --- end RBAC escalation check
+        // --- CertificateApproval and CertificateSigning admission (upstream
+        // plugin/pkg/admission/certificates/{approval,signing}): approving a CSR needs
+        // `approve`, issuing its certificate `sign` on its signer; the authorizer is asked
+        // here, outside the store's lock, for the stored CSR's (immutable) signerName
+        let signer_grants = crate::auth::signer::grants(
+            &self.auth,
+            def,
+            sub,
+            self.store.get(&def.storage_key(), &key).as_deref(),
+        );
+        // --- end certificate admission
         let outcome = self
             .store
             .write(
@@ -512,8 +523,10 @@ impl Api {
                     // (a body without them changes nothing, as upstream)
                     rest::default_object(def, &mut incoming, Phase::Scheme);
                     let mut new = match sub {
-                        Some(Subresource::Status) | Some(Subresource::Approval) => {
-                            rest::prepare_status_update(def, &old, &incoming)
+                        Some(s @ (Subresource::Status | Subresource::Approval)) => {
+                            let mut n = rest::prepare_status_update(def, &old, &incoming);
+                            def.strategy.prepare_for_subresource_update(s, &old, &mut n);
+                            n
                         }
                         Some(Subresource::Finalize) => {
                             rest::prepare_finalize_update(&old, &incoming)
@@ -535,8 +548,14 @@ impl Api {
                     }
                     // --- end RBAC escalation check
                     if sub != Some(Subresource::Binding) {
-                        rest::validate_object(def, &new, Some(&old))?;
+                        rest::validate_update(def, sub, &new, &old)?;
                     }
+                    // --- CertificateApproval and CertificateSigning admission: the
+                    // decisions asked before the store's lock, applied to this update
+                    if let Some(grants) = &signer_grants {
+                        grants.admit(&name, &old, &new)?;
+                    }
+                    // --- end certificate admission
                     // --- LimitRanger admission, validation on update (PersistentVolumeClaims;
                     // a Pod's containers are immutable): objects being deleted are exempt
                     if limitranger::handles(def.group, def.plural, sub.is_some(), true)

@@ -143,6 +143,23 @@ pub trait Strategy: Sync {
         StatusMeta::Reset
     }
 
+    /// A `/status` or `/approval` update beyond the generic rules (what the kind's
+    /// status or approval strategy's `PrepareForUpdate` adds): `new` is prepared by
+    /// [`crate::registry::rest::prepare_status_update`], `old` is the stored object.
+    fn prepare_for_subresource_update(&self, _sub: Subresource, _old: &Value, _new: &mut Value) {}
+
+    /// Validation of an update through subresource `sub` (upstream's status or
+    /// approval strategy's `ValidateUpdate`); by default the kind's update validation.
+    fn validate_subresource_update(
+        &self,
+        def: &ResourceDef,
+        _sub: Subresource,
+        obj: &Value,
+        old: &Value,
+    ) -> Vec<Cause> {
+        self.validate(def, obj, Some(old))
+    }
+
     /// Validation of a create (`old` is `None`) or an update: the causes, in
     /// upstream's order, of what is wrong with `obj`.
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>;

@@ -76,6 +76,24 @@ pub fn validate_object(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> A
     Err(ApiError::invalid(def.group, def.kind, name, causes))
 }
 
+/// Validate an update made through subresource `sub` (`None`: the main resource).
+pub fn validate_update(
+    def: &ResourceDef,
+    sub: Option<crate::registry::catalog::Subresource>,
+    obj: &Value,
+    old: &Value,
+) -> ApiResult<()> {
+    let Some(sub) = sub else {
+        return validate_object(def, obj, Some(old));
+    };
+    let causes = def.strategy.validate_subresource_update(def, sub, obj, old);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta_str(obj, "name").unwrap_or("");
+    Err(ApiError::invalid(def.group, def.kind, name, causes))
+}
+
 /// Set what the server owns on create: uid, creationTimestamp, generation, and clear
 /// what clients may not set (deletion fields), then apply the kind's create rules.
 pub fn prepare_create(def: &ResourceDef, obj: &mut Value) {
