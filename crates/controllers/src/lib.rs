@@ -24,11 +24,15 @@
 //! expansion, ephemeral volumes, attach/detach). [`resourcequota`] keeps ResourceQuota
 //! usage; [`podautoscaler`] is the HorizontalPodAutoscaler controller (metrics APIs,
 //! replica calculator, behaviors, `/scale` of any scalable kind). [`clientbuilder`]
-//! gives each controller its identity (`--use-service-account-credentials`).
+//! gives each controller its identity (`--use-service-account-credentials`). [`certificates`] signs,
+//! approves and cleans up CertificateSigningRequests; [`bootstrap`] signs `cluster-info`
+//! with bootstrap tokens and deletes expired ones.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bootstrap;
+pub mod certificates;
 pub mod clientbuilder;
 pub mod clusterroleaggregation;
 pub mod controller_manager;
@@ -98,6 +102,11 @@ pub fn builtin() -> Registry {
         resourcequota::descriptor(),
         podautoscaler::descriptor(),
         volume::attachdetach::descriptor(),
+        certificates::signer::descriptor(),
+        certificates::approver::descriptor(),
+        certificates::cleaner::descriptor(),
+        bootstrap::signer::descriptor(),
+        bootstrap::tokencleaner::descriptor(),
     ])
 }
 

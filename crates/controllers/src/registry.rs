@@ -109,6 +109,12 @@ pub struct ControllerManagerOptions {
     pub attach_detach: crate::volume::attachdetach::AttachDetachControllerOptions,
     /// `legacy-serviceaccount-token-cleaner-controller`.
     pub legacy_sa_token_cleaner: crate::serviceaccount::cleaner::LegacySaTokenCleanerOptions,
+    /// `certificatesigningrequest-signing-controller`.
+    pub csr_signing: crate::certificates::signer::CsrSigningControllerOptions,
+    /// `bootstrap-signer-controller`.
+    pub bootstrap_signer: crate::bootstrap::signer::BootstrapSignerOptions,
+    /// `token-cleaner-controller`.
+    pub token_cleaner: crate::bootstrap::tokencleaner::TokenCleanerOptions,
 }
 
 /// Builds a controller; `Ok(None)` when its own options turn it off
