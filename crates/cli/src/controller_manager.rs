@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::ArgAction;
+use coxswain_controllers::certificates::signer::SignerFiles;
 use coxswain_controllers::controller_manager::{self, ControllerManagerConfig};
 use coxswain_controllers::registry::ControllerManagerOptions;
 use coxswain_runtime::authfilter::DelegatingAuthOptions;
@@ -298,6 +299,52 @@ pub struct Args {
     /// <https://k8s.io/docs/storage/disable-force-detach-on-timeout/>.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     disable_force_detach_on_timeout: bool,
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue
+    /// cluster-scoped certificates. If specified, no more specific
+    /// --cluster-signing-* flag may be specified.
+    #[arg(long)]
+    cluster_signing_cert_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to sign
+    /// cluster-scoped certificates. If specified, no more specific --cluster-signing-*
+    /// flag may be specified.
+    #[arg(long)]
+    cluster_signing_key_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue certificates
+    /// for the kubernetes.io/kubelet-serving signer.
+    #[arg(long)]
+    cluster_signing_kubelet_serving_cert_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to sign
+    /// certificates for the kubernetes.io/kubelet-serving signer.
+    #[arg(long)]
+    cluster_signing_kubelet_serving_key_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue certificates
+    /// for the kubernetes.io/kube-apiserver-client-kubelet signer.
+    #[arg(long)]
+    cluster_signing_kubelet_client_cert_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to sign
+    /// certificates for the kubernetes.io/kube-apiserver-client-kubelet signer.
+    #[arg(long)]
+    cluster_signing_kubelet_client_key_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue certificates
+    /// for the kubernetes.io/kube-apiserver-client signer.
+    #[arg(long)]
+    cluster_signing_kube_apiserver_client_cert_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to sign
+    /// certificates for the kubernetes.io/kube-apiserver-client signer.
+    #[arg(long)]
+    cluster_signing_kube_apiserver_client_key_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue certificates
+    /// for the kubernetes.io/legacy-unknown signer.
+    #[arg(long)]
+    cluster_signing_legacy_unknown_cert_file: Option<PathBuf>,
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to sign
+    /// certificates for the kubernetes.io/legacy-unknown signer.
+    #[arg(long)]
+    cluster_signing_legacy_unknown_key_file: Option<PathBuf>,
+    /// The max length of duration signed certificates will be given. Individual CSRs may
+    /// request shorter certs by setting spec.expirationSeconds.
+    #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
+    cluster_signing_duration: Duration,
 }
 
 /// kube-controller-manager's secure serving flags (`--secure-port`, certificates,
@@ -447,6 +494,30 @@ impl Args {
         }
     }
 
+    /// `coxswain up`: the CSR signers use the embedded API server's CA (`ca_cert`,
+    /// `ca_key` in its data dir), so that issued client certificates authenticate to it,
+    /// unless a `--cluster-signing-*` flag names other files; nothing when the key is
+    /// not there.
+    pub fn default_cluster_signing(&mut self, ca_cert: PathBuf, ca_key: PathBuf) {
+        let given = [
+            &self.cluster_signing_cert_file,
+            &self.cluster_signing_key_file,
+            &self.cluster_signing_kubelet_serving_cert_file,
+            &self.cluster_signing_kubelet_serving_key_file,
+            &self.cluster_signing_kubelet_client_cert_file,
+            &self.cluster_signing_kubelet_client_key_file,
+            &self.cluster_signing_kube_apiserver_client_cert_file,
+            &self.cluster_signing_kube_apiserver_client_key_file,
+            &self.cluster_signing_legacy_unknown_cert_file,
+            &self.cluster_signing_legacy_unknown_key_file,
+        ];
+        if given.iter().any(|f| f.is_some()) || !ca_cert.is_file() || !ca_key.is_file() {
+            return;
+        }
+        self.cluster_signing_cert_file = Some(ca_cert);
+        self.cluster_signing_key_file = Some(ca_key);
+    }
+
     /// The tracing filter `--v` asks for.
     pub fn log_filter(&self) -> &'static str {
         match self.verbosity {
@@ -525,6 +596,31 @@ impl Args {
         o.attach_detach.disable_attach_detach_reconciler_sync =
             self.disable_attach_detach_reconcile_sync;
         o.attach_detach.disable_force_detach_on_timeout = self.disable_force_detach_on_timeout;
+        let files = |cert: &Option<PathBuf>, key: &Option<PathBuf>| SignerFiles {
+            cert_file: cert.clone(),
+            key_file: key.clone(),
+        };
+        o.csr_signing.cluster_signing = files(
+            &self.cluster_signing_cert_file,
+            &self.cluster_signing_key_file,
+        );
+        o.csr_signing.kubelet_serving = files(
+            &self.cluster_signing_kubelet_serving_cert_file,
+            &self.cluster_signing_kubelet_serving_key_file,
+        );
+        o.csr_signing.kubelet_client = files(
+            &self.cluster_signing_kubelet_client_cert_file,
+            &self.cluster_signing_kubelet_client_key_file,
+        );
+        o.csr_signing.kube_apiserver_client = files(
+            &self.cluster_signing_kube_apiserver_client_cert_file,
+            &self.cluster_signing_kube_apiserver_client_key_file,
+        );
+        o.csr_signing.legacy_unknown = files(
+            &self.cluster_signing_legacy_unknown_cert_file,
+            &self.cluster_signing_legacy_unknown_key_file,
+        );
+        o.csr_signing.duration = self.cluster_signing_duration;
         o
     }
 
@@ -906,6 +1002,43 @@ mod tests {
         assert_eq!(
             o.endpoint_slice.endpoint_updates_batch_period,
             Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn csr_signing_flags() {
+        let o = options(&[]).csr_signing;
+        assert_eq!(o.duration, Duration::from_secs(8760 * 3600));
+        assert!(o.signer_files().unwrap().is_empty());
+        let o = options(&[
+            "--cluster-signing-cert-file=/ca.crt",
+            "--cluster-signing-key-file=/ca.key",
+            "--cluster-signing-duration=1h",
+        ])
+        .csr_signing;
+        assert_eq!(o.duration, Duration::from_secs(3600));
+        let files = o.signer_files().unwrap();
+        assert_eq!(files.len(), 4, "every signer uses the cluster CA");
+        assert!(files
+            .iter()
+            .all(|(_, f)| f.cert_file.as_deref() == Some(std::path::Path::new("/ca.crt"))));
+        let o = options(&[
+            "--cluster-signing-kube-apiserver-client-cert-file=/c.crt",
+            "--cluster-signing-kube-apiserver-client-key-file=/c.key",
+        ])
+        .csr_signing;
+        let files = o.signer_files().unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].0, "kubernetes.io/kube-apiserver-client");
+        let o = options(&[
+            "--cluster-signing-cert-file=/ca.crt",
+            "--cluster-signing-key-file=/ca.key",
+            "--cluster-signing-kubelet-serving-cert-file=/s.crt",
+        ])
+        .csr_signing;
+        assert_eq!(
+            o.signer_files().unwrap_err(),
+            "cannot specify default and per controller certs at the same time"
         );
     }
 

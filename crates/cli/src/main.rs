@@ -290,6 +290,7 @@ async fn run_server(
         // the legacy token controller signs with the API server's service account key
         // (`sa.key` of the data dir) unless --service-account-private-key-file names one
         cm.default_service_account_private_key_file(&args.data_dir.join("sa.key"));
+        cm.default_cluster_signing(args.data_dir.join("ca.crt"), args.data_dir.join("ca.key"));
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(controller_manager::run_in_process(
             cm,
