@@ -102,6 +102,14 @@ def test_create_records_the_requester_and_validates(kubectl, tmp_path):
     assert nosigner.returncode != 0
     assert "must be a fully qualified domain and path of the form" in nosigner.stderr
 
+    # CertificateSubjectRestriction: no system:masters client certificates
+    _, masters = make_request(tmp_path, "m", "/CN=root/O=system:masters")
+    refused = kubectl.apply_yaml("create", csr_doc("e2e-csr-masters", masters), check=False)
+    assert refused.returncode != 0
+    assert ('certificatesigningrequests.certificates.k8s.io "e2e-csr-masters" is forbidden: '
+            "use of kubernetes.io/kube-apiserver-client signer with system:masters group "
+            "is not allowed") in refused.stderr
+
     # the spec never changes; approval conditions only through /approval
     kubectl("label", "csr", "e2e-csr-valid", "a=b")
     patched = kubectl("patch", "csr", "e2e-csr-valid", "--type=merge", "-p",

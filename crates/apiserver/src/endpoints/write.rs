@@ -325,6 +325,10 @@ impl Api {
             ));
         }
         // --- end LimitRanger validation
+        // --- CertificateSubjectRestriction admission: no system:masters certificates
+        // from the kube-apiserver-client signer
+        crate::registry::certificates::certificatesigningrequest::subject_restriction(def, &obj)?;
+        // --- end CertificateSubjectRestriction
         rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
         let ns = target.namespace.clone();
         // --- ResourceQuota admission (upstream's last validating plugin): check the

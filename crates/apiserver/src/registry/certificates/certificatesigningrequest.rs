@@ -14,6 +14,7 @@ use crate::registry::catalog::{Kind, Phase, ResourceDef, StatusMeta, Strategy, S
 use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
+use apimachinery::status::{ApiError, ApiResult};
 
 /// The `certificates.k8s.io/v1` kind.
 pub static KIND: Kind = Kind::new(&["csr"], &CertificateSigningRequestStrategy);
@@ -197,6 +198,38 @@ fn populate_condition_timestamps(new: &mut Value, old: &Value, now: &str) {
 }
 
 pub(crate) mod validation;
+
+/// Upstream's `CertificateSubjectRestriction` admission plugin (on by default): a CSR
+/// created for `kubernetes.io/kube-apiserver-client` may not ask for the
+/// `system:masters` group; answered 403 as upstream.
+pub(crate) fn subject_restriction(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
+    const SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+    if def.group != "certificates.k8s.io" || def.plural != "certificatesigningrequests" {
+        return Ok(());
+    }
+    if obj.pointer("/spec/signerName").and_then(Value::as_str) != Some(SIGNER) {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let forbidden = |why: String| {
+        Err(ApiError::forbidden(format!(
+            "certificatesigningrequests.certificates.k8s.io {} is forbidden: {why}",
+            apimachinery::gofmt::quote(name)
+        ))
+        .with_details(def.group, def.plural, name))
+    };
+    let request = validation::bytes_field(obj, "/spec/request").unwrap_or_default();
+    match apimachinery::x509::parse_csr(&request) {
+        Err(e) => forbidden(format!("failed to parse CSR: {e}")),
+        Ok(r) if r.organizations.iter().any(|o| o == "system:masters") => forbidden(format!(
+            "use of {SIGNER} signer with system:masters group is not allowed"
+        )),
+        Ok(_) => Ok(()),
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -21,12 +21,21 @@ fn b64(b: &[u8]) -> String {
 }
 
 fn request_pem() -> String {
+    request_pem_in(&[])
+}
+
+fn request_pem_in(orgs: &[&str]) -> String {
     let key = rcgen::KeyPair::generate().expect("key");
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     params.distinguished_name = rcgen::DistinguishedName::new();
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "alice");
+    for o in orgs {
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, *o);
+    }
     params
         .serialize_request(&key)
         .expect("csr")
@@ -304,4 +313,32 @@ fn updates_keep_the_spec_and_subresources_their_parts() {
         .strategy
         .prepare_for_subresource_update(Subresource::Status, &old, &mut status);
     assert_eq!(status["status"]["conditions"][0], approved());
+}
+
+// upstream plugin/pkg/admission/certificates/subjectrestriction/admission_test.go
+#[test]
+fn system_masters_is_refused_to_the_kube_apiserver_client_signer() {
+    use super::subject_restriction;
+    let client = "kubernetes.io/kube-apiserver-client";
+    let masters = b64(request_pem_in(&["system:masters"]).as_bytes());
+    let devs = b64(request_pem_in(&["devs", "more"]).as_bytes());
+    let obj = |signer: &str, req: &str| {
+        with(
+            with(csr(), "/spec/signerName", json!(signer)),
+            "/spec/request",
+            json!(req),
+        )
+    };
+    let e = subject_restriction(def(), &obj(client, &masters)).unwrap_err();
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "certificatesigningrequests.certificates.k8s.io \"csr1\" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
+    );
+    assert!(subject_restriction(def(), &obj(client, &devs)).is_ok());
+    assert!(subject_restriction(def(), &obj("example.com/s", &masters)).is_ok());
+    let e = subject_restriction(def(), &obj(client, &b64(b"junk"))).unwrap_err();
+    assert!(e
+        .message
+        .ends_with("failed to parse CSR: PEM block type must be CERTIFICATE REQUEST"));
 }
