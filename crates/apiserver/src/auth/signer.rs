@@ -5,7 +5,7 @@
 //! (`/status` with a new `status.certificate`) the `sign` verb, on the `signers`
 //! resource of `certificates.k8s.io` named by the CSR's `spec.signerName`, or by its
 //! domain's wildcard `<domain>/*` (upstream `IsAuthorizedForSignerName`). The write path
-//! ([`crate::endpoints`]) asks [`grants`] before it takes the store's lock and applies
+//! (`endpoints/write.rs`) asks [`grants`] before it takes the store's lock and applies
 //! the answer to the update with [`SignerGrants::admit`].
 
 use serde_json::Value;
