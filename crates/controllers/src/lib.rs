@@ -214,4 +214,40 @@ mod tests {
             .collect();
         assert_eq!(names, ["horizontal-pod-autoscaler-controller"]);
     }
+    #[test]
+    fn certificate_and_bootstrap_controllers_under_upstream_names() {
+        let r = super::builtin();
+        let select = |flags: &[&str]| -> Vec<&'static str> {
+            let flags: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+            r.select(&flags).unwrap().iter().map(|d| d.name).collect()
+        };
+        let all = select(&["*"]);
+        for on in [
+            "certificatesigningrequest-signing-controller",
+            "certificatesigningrequest-approving-controller",
+            "certificatesigningrequest-cleaner-controller",
+        ] {
+            assert!(all.contains(&on), "{on}");
+        }
+        // the bootstrap token controllers are off unless named, as upstream
+        for off in ["bootstrap-signer-controller", "token-cleaner-controller"] {
+            assert!(!all.contains(&off), "{off}");
+        }
+        assert_eq!(
+            select(&[
+                "csrsigning",
+                "csrapproving",
+                "csrcleaner",
+                "bootstrapsigner",
+                "tokencleaner"
+            ]),
+            [
+                "certificatesigningrequest-signing-controller",
+                "certificatesigningrequest-approving-controller",
+                "certificatesigningrequest-cleaner-controller",
+                "bootstrap-signer-controller",
+                "token-cleaner-controller",
+            ]
+        );
+    }
 }
