@@ -230,3 +230,59 @@ def _kubectl_cmd() -> list[str]:
     from conftest import find_kubectl
 
     return [find_kubectl()]
+
+
+def _detached_jws(content: str, token_id: str, secret: str) -> str:
+    import hashlib
+    import hmac
+
+    def b64(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+    header = b64(json.dumps({"alg": "HS256", "kid": token_id}, separators=(",", ":")).encode())
+    sig = hmac.new(secret.encode(), f"{header}.{b64(content.encode())}".encode(),
+                   hashlib.sha256).digest()
+    return f"{header}..{b64(sig)}"
+
+
+def test_bootstrap_tokens_sign_cluster_info_and_expire(server, kubectl):
+    """bootstrapsigner and tokencleaner (off by default) in a controller manager."""
+    port = free_port()
+    cm = subprocess.Popen(
+        [str(coxswain_bin()), "controller-manager", f"--kubeconfig={server.kubeconfig}",
+         "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false",
+         "--controllers=bootstrapsigner,tokencleaner"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def secret(token_id: str, **data) -> dict:
+        return {"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
+                "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
+                "stringData": {"token-id": token_id, **data}}
+
+    try:
+        kubectl("create", "namespace", "kube-public", check=False)
+        kubectl.apply_yaml("apply", {"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "cluster-info",
+                                                  "namespace": "kube-public"},
+                                     "data": {"kubeconfig": "a kubeconfig"}})
+        kubectl.apply_yaml("apply", secret("abc123", **{"token-secret": "0123456789abcdef",
+                                                         "usage-bootstrap-signing": "true"}))
+        want = _detached_jws("a kubeconfig", "abc123", "0123456789abcdef")
+
+        def signature():
+            cm_ = kubectl.json("get", "configmap", "cluster-info", "-n", "kube-public")
+            return cm_.get("data", {}).get("jws-kubeconfig-abc123")
+
+        assert wait_until(signature, timeout=30, message="cluster-info signed") == want
+        # an expired token is deleted
+        kubectl.apply_yaml("apply", secret("old123", **{"token-secret": "0123456789abcdef",
+                                                         "expiration": "2000-01-01T00:00:00Z"}))
+        wait_until(lambda: kubectl("get", "secret", "bootstrap-token-old123", "-n",
+                                   "kube-system", check=False).returncode != 0,
+                   timeout=30, message="expired token deleted")
+        # the signature goes with its token
+        kubectl("delete", "secret", "bootstrap-token-abc123", "-n", "kube-system")
+        wait_until(lambda: signature() is None, timeout=30, message="signature removed")
+    finally:
+        stop_process(cm)
+        kubectl("delete", "configmap", "cluster-info", "-n", "kube-public", "--ignore-not-found")
