@@ -242,6 +242,40 @@ async fn bootstrap(api: &Arc<Api>) {
             tracing::warn!(error = %e, "bootstrap kubernetes service");
         }
     }
+    // the day legacy service account tokens started being tracked (upstream's
+    // legacytokentracking controller): the legacy token cleaner only judges tokens
+    // unused since then
+    if let Some(cm_def) = c.lookup("", "v1", "configmaps") {
+        if api
+            .store
+            .get(
+                "/configmaps",
+                "kube-system/kube-apiserver-legacy-service-account-token-tracking",
+            )
+            .is_none()
+        {
+            let t = Target {
+                resource: cm_def,
+                namespace: Some("kube-system".into()),
+                name: None,
+                subresource: None,
+                legacy_watch: false,
+            };
+            let since = chrono::Utc::now().format("%Y-%m-%d").to_string();
+            let body = json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "kube-apiserver-legacy-service-account-token-tracking"},
+                "data": {"since": since}
+            })
+            .to_string();
+            if let Err(e) = api
+                .serve(&Method::POST, t, &Query::default(), &headers, body.into())
+                .await
+            {
+                tracing::warn!(error = %e, "bootstrap legacy token tracking ConfigMap");
+            }
+        }
+    }
     // RBAC bootstrap policy (upstream's rbac/bootstrap-roles post-start hook): create the
     // default roles and bindings, add what is missing to those marked autoupdate
     policy::reconcile(api).await;

@@ -17,7 +17,6 @@ use coxswain_runtime::cache::{Change, Store};
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::PostParams;
@@ -50,6 +49,10 @@ impl Default for BootstrapSignerOptions {
     }
 }
 
+/// The service account the controller runs as with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("bootstrap-signer")`).
+pub const SERVICE_ACCOUNT: &str = "bootstrap-signer";
+
 /// The registry entry: `bootstrap-signer-controller`, alias `bootstrapsigner`, off by
 /// default.
 pub fn descriptor() -> Descriptor {
@@ -59,7 +62,7 @@ pub fn descriptor() -> Descriptor {
         disabled_by_default: true,
         constructor: |ctx| {
             Ok(Some(Box::new(new_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 ctx.options.bootstrap_signer.clone(),
             ))))
         },
@@ -117,7 +120,10 @@ pub fn sign_data(
 }
 
 /// The signer as a runnable of `mgr`.
-pub fn new_controller(mgr: &Manager, opts: BootstrapSignerOptions) -> Controller<SignerReconciler> {
+pub fn new_controller(
+    mgr: &impl crate::clientbuilder::ClusterAccess,
+    opts: BootstrapSignerOptions,
+) -> Controller<SignerReconciler> {
     let target = ObjectKey::namespaced(&opts.config_map_namespace, &opts.config_map_name);
     let (cm_target, secret_ns) = (target.clone(), opts.token_secret_namespace.clone());
     let reconciler = SignerReconciler {

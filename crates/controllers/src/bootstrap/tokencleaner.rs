@@ -13,7 +13,6 @@ use coxswain_runtime::cache::{Change, Store};
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Preconditions};
@@ -40,6 +39,10 @@ impl Default for TokenCleanerOptions {
     }
 }
 
+/// The service account the controller runs as with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("token-cleaner")`).
+pub const SERVICE_ACCOUNT: &str = "token-cleaner";
+
 /// The registry entry: `token-cleaner-controller`, alias `tokencleaner`, off by default.
 pub fn descriptor() -> Descriptor {
     Descriptor {
@@ -48,7 +51,7 @@ pub fn descriptor() -> Descriptor {
         disabled_by_default: true,
         constructor: |ctx| {
             Ok(Some(Box::new(new_controller(
-                ctx.manager,
+                &ctx.clients(SERVICE_ACCOUNT)?,
                 ctx.options.token_cleaner.clone(),
             ))))
         },
@@ -57,7 +60,7 @@ pub fn descriptor() -> Descriptor {
 
 /// The cleaner as a runnable of `mgr`.
 pub fn new_controller(
-    mgr: &Manager,
+    mgr: &impl crate::clientbuilder::ClusterAccess,
     opts: TokenCleanerOptions,
 ) -> Controller<TokenCleanerReconciler> {
     let ns = opts.token_secret_namespace.clone();

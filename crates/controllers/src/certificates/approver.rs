@@ -20,7 +20,6 @@ use coxswain_runtime::cache::Store;
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
@@ -40,6 +39,10 @@ use crate::registry::Descriptor;
 /// Canonical controller name.
 pub const NAME: &str = "certificatesigningrequest-approving-controller";
 
+/// The service account the controller runs as with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("certificate-controller")`).
+pub const SERVICE_ACCOUNT: &str = "certificate-controller";
+
 /// The registry entry: `certificatesigningrequest-approving-controller`, alias
 /// `csrapproving`, on by default.
 pub fn descriptor() -> Descriptor {
@@ -47,7 +50,11 @@ pub fn descriptor() -> Descriptor {
         name: NAME,
         aliases: &["csrapproving"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(new_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(new_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -152,7 +159,9 @@ pub fn approved(csr: &CertificateSigningRequest, message: &str) -> CertificateSi
 }
 
 /// The approving controller as a runnable of `mgr`.
-pub fn new_controller(mgr: &Manager) -> Controller<ApprovingReconciler> {
+pub fn new_controller(
+    mgr: &impl crate::clientbuilder::ClusterAccess,
+) -> Controller<ApprovingReconciler> {
     let reconciler = ApprovingReconciler {
         csrs: mgr
             .cache()

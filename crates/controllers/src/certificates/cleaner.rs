@@ -15,7 +15,6 @@ use coxswain_runtime::cache::Store;
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::Manager;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::api::DeleteParams;
@@ -33,6 +32,10 @@ pub const DENIED_EXPIRATION: Duration = Duration::from_secs(3600);
 /// How long a request stays pending before it is deleted.
 pub const PENDING_EXPIRATION: Duration = Duration::from_secs(24 * 3600);
 
+/// The service account the controller runs as with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("certificate-controller")`).
+pub const SERVICE_ACCOUNT: &str = "certificate-controller";
+
 /// The registry entry: `certificatesigningrequest-cleaner-controller`, alias
 /// `csrcleaner`, on by default.
 pub fn descriptor() -> Descriptor {
@@ -40,7 +43,11 @@ pub fn descriptor() -> Descriptor {
         name: NAME,
         aliases: &["csrcleaner"],
         disabled_by_default: false,
-        constructor: |ctx| Ok(Some(Box::new(new_controller(ctx.manager)))),
+        constructor: |ctx| {
+            Ok(Some(Box::new(new_controller(
+                &ctx.clients(SERVICE_ACCOUNT)?,
+            ))))
+        },
     }
 }
 
@@ -129,7 +136,9 @@ pub fn next_check(csr: &CertificateSigningRequest, now: DateTime<Utc>) -> Option
 }
 
 /// The cleaner as a runnable of `mgr`.
-pub fn new_controller(mgr: &Manager) -> Controller<CleanerReconciler> {
+pub fn new_controller(
+    mgr: &impl crate::clientbuilder::ClusterAccess,
+) -> Controller<CleanerReconciler> {
     let reconciler = CleanerReconciler {
         csrs: mgr
             .cache()

@@ -24,7 +24,7 @@ use coxswain_runtime::cache::Store;
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
-use coxswain_runtime::manager::{Manager, Runnable};
+use coxswain_runtime::manager::Runnable;
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition, CertificateSigningRequestStatus,
@@ -128,6 +128,10 @@ impl CsrSigningControllerOptions {
     }
 }
 
+/// The service account the controller runs as with `--use-service-account-credentials`
+/// (upstream `ClientOrDie("certificate-controller")`).
+pub const SERVICE_ACCOUNT: &str = "certificate-controller";
+
 /// The registry entry: `certificatesigningrequest-signing-controller`, alias
 /// `csrsigning`, on by default.
 pub fn descriptor() -> Descriptor {
@@ -153,7 +157,7 @@ fn construct(ctx: &ControllerContext<'_>) -> Result<Option<Box<dyn Runnable>>, S
         signers.insert(name.to_string(), Arc::new(ca));
     }
     Ok(Some(Box::new(new_controller(
-        ctx.manager,
+        &ctx.clients(SERVICE_ACCOUNT)?,
         signers,
         opts.duration,
     ))))
@@ -355,7 +359,7 @@ pub fn key_usages(usages: &[String]) -> Result<Usages, String> {
 
 /// The signing controller as a runnable of `mgr`: `signers` maps signer names to CAs.
 pub fn new_controller(
-    mgr: &Manager,
+    mgr: &impl crate::clientbuilder::ClusterAccess,
     signers: BTreeMap<String, Arc<CertificateAuthority>>,
     cert_ttl: Duration,
 ) -> Controller<SigningReconciler> {

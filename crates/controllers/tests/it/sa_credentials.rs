@@ -4,9 +4,8 @@
 //! touches the controllers, and no request of any controller's account may be refused
 //! (the client builder records every 401 and 403 it meets).
 //!
-//! It needs the pieces of the API server issue 19 adds alongside (TokenRequest and the
-//! service account authenticator, the RBAC authorizer, the bootstrap controller roles);
-//! until they are merged it is ignored.
+//! It relies on the API server's TokenRequest and service account authenticator, the
+//! RBAC authorizer and the bootstrap controller roles.
 
 use std::collections::BTreeSet;
 
@@ -68,7 +67,7 @@ fn object<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs TokenRequest and the service account authenticator (i19-a), the RBAC authorizer (i19-b) and the bootstrap controller roles (i19-f)"]
+
 async fn every_controller_works_as_its_service_account_with_the_bootstrap_roles() {
     logs();
     let env = envtest::start().await.expect("test server");
