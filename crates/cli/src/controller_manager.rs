@@ -262,9 +262,10 @@ pub struct Args {
     /// of the client configuration).
     #[arg(long)]
     root_ca_file: Option<PathBuf>,
-    /// If true, use individual service account credentials for each controller.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
-    use_service_account_credentials: bool,
+    /// If true, use individual service account credentials for each controller
+    /// (default false; `coxswain up`: true, as kubeadm runs kube-controller-manager).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    use_service_account_credentials: Option<bool>,
     /// Filename containing a PEM-encoded private RSA or ECDSA key used to sign service
     /// account tokens.
     #[arg(long)]
@@ -486,6 +487,12 @@ impl Args {
         self.allocate_node_cidrs
     }
 
+    /// Use `on` as `--use-service-account-credentials` when the flag is not given
+    /// (`coxswain up`: each controller runs as its own service account).
+    pub fn default_use_service_account_credentials(&mut self, on: bool) {
+        self.use_service_account_credentials.get_or_insert(on);
+    }
+
     /// Use `path` as `--service-account-private-key-file` when that flag is not given
     /// and the file exists (`coxswain up`: the API server's service account key).
     pub fn default_service_account_private_key_file(&mut self, path: &std::path::Path) {
@@ -702,7 +709,7 @@ impl Args {
             kube_api_burst: self.kube_api_burst,
             min_resync_period: self.min_resync_period,
             controller_start_interval: self.controller_start_interval,
-            use_service_account_credentials: self.use_service_account_credentials,
+            use_service_account_credentials: self.use_service_account_credentials.unwrap_or(false),
             options: self.controller_options(root_ca),
             ..ControllerManagerConfig::default()
         })

@@ -290,6 +290,9 @@ async fn run_server(
         // the legacy token controller signs with the API server's service account key
         // (`sa.key` of the data dir) unless --service-account-private-key-file names one
         cm.default_service_account_private_key_file(&args.data_dir.join("sa.key"));
+        // kubeadm runs kube-controller-manager with --use-service-account-credentials
+        // (a server without authentication has no tokens to give)
+        cm.default_use_service_account_credentials(!args.insecure_no_auth);
         cm.default_cluster_signing(args.data_dir.join("ca.crt"), args.data_dir.join("ca.key"));
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(controller_manager::run_in_process(

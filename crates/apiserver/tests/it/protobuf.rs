@@ -274,11 +274,21 @@ fn status_bodies_in_protobuf() {
 
     // a certificate signing request's approval subresource
     let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    // a real request: the server checks its PEM block and signature as upstream
+    let key = rcgen::KeyPair::generate().expect("key");
+    let request = rcgen::CertificateParams::new(Vec::<String>::new())
+        .expect("params")
+        .serialize_request(&key)
+        .expect("csr")
+        .pem()
+        .expect("pem");
+    use base64::Engine;
     create(
         &s,
         csrs,
         json!({"metadata": {"name": "csr"}, "spec": {
-            "request": "UEVN", "signerName": "example.com/signer", "usages": ["digital signature"]
+            "request": base64::engine::general_purpose::STANDARD.encode(request),
+            "signerName": "example.com/signer", "usages": ["digital signature"]
         }}),
     );
     let csr = certificates::CertificateSigningRequest {
