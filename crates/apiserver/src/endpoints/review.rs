@@ -27,17 +27,7 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use crate::auth::rbac::rule::strings;
 
 fn present(v: &Value, k: &str) -> Option<Value> {
     v.get(k).filter(|x| !x.is_null()).cloned()

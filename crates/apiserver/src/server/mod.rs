@@ -242,40 +242,6 @@ async fn bootstrap(api: &Arc<Api>) {
             tracing::warn!(error = %e, "bootstrap kubernetes service");
         }
     }
-    // the day legacy service account tokens started being tracked (upstream's
-    // legacytokentracking controller): the legacy token cleaner only judges tokens
-    // unused since then
-    if let Some(cm_def) = c.lookup("", "v1", "configmaps") {
-        if api
-            .store
-            .get(
-                "/configmaps",
-                "kube-system/kube-apiserver-legacy-service-account-token-tracking",
-            )
-            .is_none()
-        {
-            let t = Target {
-                resource: cm_def,
-                namespace: Some("kube-system".into()),
-                name: None,
-                subresource: None,
-                legacy_watch: false,
-            };
-            let since = chrono::Utc::now().format("%Y-%m-%d").to_string();
-            let body = json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "kube-apiserver-legacy-service-account-token-tracking"},
-                "data": {"since": since}
-            })
-            .to_string();
-            if let Err(e) = api
-                .serve(&Method::POST, t, &Query::default(), &headers, body.into())
-                .await
-            {
-                tracing::warn!(error = %e, "bootstrap legacy token tracking ConfigMap");
-            }
-        }
-    }
     // RBAC bootstrap policy (upstream's rbac/bootstrap-roles post-start hook): create the
     // default roles and bindings, add what is missing to those marked autoupdate
     policy::reconcile(api).await;
@@ -362,8 +328,11 @@ fn authentication(
 
 /// Labels the Secrets of legacy tokens with the day they were last used (upstream's
 /// legacy token tracking: `kubernetes.io/legacy-token-last-used`, at most daily).
+///
+/// It holds the API weakly: the sender lives in the API's authenticator, so the task ends
+/// (its channel closes) when the server is dropped, releasing the database.
 async fn mark_legacy_tokens_used(
-    api: Arc<Api>,
+    api: std::sync::Weak<Api>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<crate::auth::authn::serviceaccount::LegacyUse>,
 ) {
     let Some(def) = Catalog::builtin().lookup("", "v1", "secrets") else {
@@ -394,6 +363,9 @@ async fn mark_legacy_tokens_used(
         }}})
         .to_string();
         let query = Query::default();
+        let Some(api) = api.upgrade() else {
+            return;
+        };
         let served = api.serve(&Method::PATCH, target, &query, &headers, body.into());
         if let Err(e) = crate::machinery::user::scope(Arc::clone(&user), served).await {
             tracing::debug!(namespace = %ns, secret = %name, error = %e, "labelling a legacy token as used");
@@ -466,7 +438,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     );
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
-    tokio::spawn(mark_legacy_tokens_used(Arc::clone(&api), legacy_used_rx));
+    tokio::spawn(mark_legacy_tokens_used(
+        Arc::downgrade(&api),
+        legacy_used_rx,
+    ));
 
     let listener = TcpListener::bind(config.bind)
         .await

@@ -26,7 +26,8 @@ pub struct PolicyRule {
     pub non_resource_urls: Vec<String>,
 }
 
-fn strings(v: &Value, key: &str) -> Vec<String> {
+/// The strings of the array under `key` (non-strings skipped; none when missing).
+pub(crate) fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
         .map(|a| {
