@@ -24,7 +24,7 @@
 //!
 //! ```no_run
 //! # async fn demo(config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::ManagerOptions;
+//! use coxswain_runtime::manager::{Manager, ManagerOptions};
 //! let mgr = Manager::new(config, ManagerOptions::default())?;
 //! mgr.add(coxswain_controllers::deployment::deployment_controller(&mgr, 5))?;
 //! mgr.start(coxswain_runtime::manager::shutdown_signal()).await?;

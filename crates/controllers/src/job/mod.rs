@@ -32,7 +32,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::ManagerOptions;
+//! use coxswain_runtime::manager::{Manager, ManagerOptions};
 //! let mgr = Manager::try_default(ManagerOptions::default()).await?;
 //! mgr.add(coxswain_controllers::job::job_controller(&mgr, 5))?;
 //! mgr.start(coxswain_runtime::manager::shutdown_signal()).await?;

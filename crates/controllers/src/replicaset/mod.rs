@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use coxswain_runtime::manager::ManagerOptions;
+//! use coxswain_runtime::manager::{Manager, ManagerOptions};
 //! let mgr = Manager::try_default(ManagerOptions::default()).await?;
 //! mgr.add(coxswain_controllers::replicaset::replicaset_controller(&mgr, 5))?;
 //! mgr.add(coxswain_controllers::replicaset::replication_controller(&mgr, 5))?;
