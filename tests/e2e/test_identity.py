@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from conftest import CLUSTER_USERS, kubectl_as_token, to_yaml, wait_until
+from conftest import CLUSTER_USERS, kubectl_as_token, wait_until
 
 
 def _ns(cluster, prefix: str) -> str:
@@ -85,13 +85,16 @@ def test_create_token_bound_to_a_pod_stops_working_when_the_pod_goes(cluster):
     ns = _ns(cluster, "tok")
     wait_until(lambda: cluster.kubectl("-n", ns, "get", "serviceaccount", "default",
                                        check=False).returncode == 0, timeout=30)
-    # (the ServiceAccount admission plugin that would fill in serviceAccountName is not
-    # served yet: the pod names its account)
-    cluster.kubectl("-n", ns, "apply", "-f", "-", input=to_yaml({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder"},
-        "spec": {"serviceAccountName": "default", "restartPolicy": "Never",
-                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
-    }))
+    cluster.kubectl("-n", ns, "run", "holder", "--image=registry.k8s.io/pause:3.10",
+                    "--restart=Never")
+    # ServiceAccount admission: the pod runs as `default` and mounts its credentials
+    spec = json.loads(cluster.kubectl("-n", ns, "get", "pod", "holder", "-o", "json").stdout)["spec"]
+    assert spec["serviceAccountName"] == "default"
+    vol = next(v for v in spec["volumes"] if v["name"].startswith("kube-api-access-"))
+    assert vol["projected"]["sources"][0] == {"serviceAccountToken": {"expirationSeconds": 3607,
+                                                                      "path": "token"}}
+    assert {"name": vol["name"], "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"} in spec["containers"][0]["volumeMounts"]
     token = cluster.kubectl("-n", ns, "create", "token", "default",
                             "--bound-object-kind", "Pod", "--bound-object-name", "holder",
                             "--duration", "10m").stdout.strip()

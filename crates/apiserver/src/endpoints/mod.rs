@@ -22,6 +22,7 @@ mod podlog;
 mod read;
 pub mod request;
 mod review;
+mod serviceaccount_admission;
 pub mod table;
 mod tokenrequest;
 mod watch;

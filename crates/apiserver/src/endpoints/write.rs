@@ -285,6 +285,12 @@ impl Api {
         };
         limitranger::mutate(&limit_ranges, def.plural, &mut obj);
         // --- end LimitRanger mutation
+        // --- ServiceAccount admission (upstream plugin/pkg/admission/serviceaccount): the
+        // pod's account (default `default`) and its API credentials' projected volume
+        if def.group.is_empty() && def.plural == "pods" && target.subresource.is_none() {
+            self.admit_service_account(target.namespace.as_deref(), &mut obj);
+        }
+        // --- end ServiceAccount admission
         rest::prepare_create(def, &mut obj);
         rest::default_object(def, &mut obj, Phase::Create);
         // --- storage admission (create): StorageObjectInUseProtection and

@@ -24,7 +24,8 @@
 //! JSON helpers they share; pod templates' defaults are `core::podspec::defaults`.
 //!
 //! Not done here: cluster IP and node port allocation, the service-account admission
-//! plugin (token volume, `serviceAccountName: default`), name generation,
+//! plugin (token volume, `serviceAccountName: default`: the endpoints layer's
+//! `serviceaccount_admission`, which reads the account from the store), name generation,
 //! `metadata.generation`, and anything controllers write into `status`.
 //!
 //! Every function leaves alone a field whose JSON type is not what the Kubernetes schema

@@ -1,0 +1,178 @@
+//! The ServiceAccount admission plugin (upstream
+//! `plugin/pkg/admission/serviceaccount/admission.go`), mutating half: a new Pod without
+//! `serviceAccountName` runs as its namespace's `default` account, and unless the pod or
+//! its account turns automounting off, every container and init container mounts the
+//! account's API credentials at `/var/run/secrets/kubernetes.io/serviceaccount` from a
+//! projected `kube-api-access-<random>` volume (a bound token of 3607 s, the cluster CA
+//! from `kube-root-ca.crt`, the namespace), as kube-apiserver adds them.
+//!
+//! Not done: upstream refuses a pod whose account does not exist (yet) with 403
+//! `error looking up service account`; here such a pod is admitted with its account
+//! name and no token volume, so that pods created on a server without the service
+//! account controller (`coxswain apiserver` alone) keep working.
+
+use serde_json::{json, Value};
+
+use crate::endpoints::Api;
+
+/// Where the credentials are mounted in each container.
+pub const MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The token's lifetime in the projected volume (upstream: one hour plus 7 seconds).
+const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
+/// Mirror pods (static pods of a kubelet) are left alone.
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+impl Api {
+    /// Apply the plugin to a Pod being created in `namespace`.
+    pub(super) fn admit_service_account(&self, namespace: Option<&str>, pod: &mut Value) {
+        if pod
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
+        {
+            return;
+        }
+        let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let name = match spec.get("serviceAccountName").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => "default".to_string(),
+        };
+        spec.insert("serviceAccountName".into(), json!(name));
+        spec.insert("serviceAccount".into(), json!(name));
+        let Some(ns) = namespace else {
+            return;
+        };
+        let Some(account) = self
+            .store
+            .get("/serviceaccounts", &format!("{ns}/{name}"))
+            .and_then(|o| o.value().ok())
+        else {
+            return;
+        };
+        let automount = spec
+            .get("automountServiceAccountToken")
+            .and_then(Value::as_bool)
+            .or_else(|| {
+                account
+                    .get("automountServiceAccountToken")
+                    .and_then(Value::as_bool)
+            })
+            .unwrap_or(true);
+        if !automount {
+            return;
+        }
+        mount_token(spec);
+    }
+}
+
+/// Whether `container` already mounts something at the credentials' path.
+fn mounts_credentials(container: &Value) -> bool {
+    container
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .is_some_and(|ms| {
+            ms.iter()
+                .any(|m| m.get("mountPath").and_then(Value::as_str) == Some(MOUNT_PATH))
+        })
+}
+
+/// Add the projected volume and a mount of it to every container and init container
+/// that does not mount the credentials' path already (upstream `mountServiceAccountToken`).
+fn mount_token(spec: &mut serde_json::Map<String, Value>) {
+    let needs = ["initContainers", "containers"].iter().any(|k| {
+        spec.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| !mounts_credentials(c)))
+    });
+    if !needs {
+        return;
+    }
+    let volume_name = crate::registry::rest::generate_name("kube-api-access-");
+    for key in ["initContainers", "containers"] {
+        let Some(cs) = spec.get_mut(key).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for c in cs.iter_mut() {
+            if mounts_credentials(c) {
+                continue;
+            }
+            let Some(c) = c.as_object_mut() else {
+                continue;
+            };
+            let mount = json!({"name": volume_name, "readOnly": true, "mountPath": MOUNT_PATH});
+            match c.get_mut("volumeMounts").and_then(Value::as_array_mut) {
+                Some(ms) => ms.push(mount),
+                None => {
+                    c.insert("volumeMounts".into(), json!([mount]));
+                }
+            }
+        }
+    }
+    let volume = json!({
+        "name": volume_name,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+            ],
+            "defaultMode": 420
+        }
+    });
+    match spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        Some(vs) => vs.push(volume),
+        None => {
+            spec.insert("volumes".into(), json!([volume]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_container_mounts_one_projected_volume() {
+        let mut s = spec(json!({
+            "initContainers": [{"name": "i"}],
+            "containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}],
+            "volumes": [{"name": "x", "emptyDir": {}}]
+        }));
+        mount_token(&mut s);
+        let vols = s["volumes"].as_array().unwrap();
+        assert_eq!(vols.len(), 2);
+        let name = vols[1]["name"].as_str().unwrap().to_string();
+        assert!(
+            name.starts_with("kube-api-access-") && name.len() == 21,
+            "{name}"
+        );
+        assert_eq!(
+            vols[1]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+            3607
+        );
+        for (k, i) in [("initContainers", 0), ("containers", 0), ("containers", 1)] {
+            let ms = s[k][i]["volumeMounts"].as_array().unwrap();
+            let last = ms.last().unwrap();
+            assert_eq!(last["name"], json!(name));
+            assert_eq!(last["mountPath"], MOUNT_PATH);
+            assert_eq!(last["readOnly"], true);
+        }
+    }
+
+    #[test]
+    fn containers_that_mount_the_path_already_are_left_alone() {
+        let mut s = spec(json!({
+            "containers": [{"name": "a", "volumeMounts": [{"name": "own", "mountPath": MOUNT_PATH}]}],
+            "volumes": [{"name": "own", "secret": {"secretName": "s"}}]
+        }));
+        let before = s.clone();
+        mount_token(&mut s);
+        assert_eq!(s, before);
+    }
+}
