@@ -317,6 +317,32 @@ pub(crate) async fn serve(
     while connections.join_next().await.is_some() {}
 }
 
+/// The TLS handshake of an accepted connection, bounded by `TLS_HANDSHAKE_TIMEOUT` and
+/// given up on shutdown; `None` (logged at debug with `what` before the message) when it
+/// fails. Shared by the metrics server and the webhook server.
+pub(crate) async fn tls_handshake(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: &TlsAcceptor,
+    cancel: &CancellationToken,
+    what: &str,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    tokio::select! {
+        _ = cancel.cancelled() => None,
+        tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)) => match tls {
+            Ok(Ok(tls)) => Some(tls),
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "{what}TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "{what}TLS handshake timed out");
+                None
+            }
+        },
+    }
+}
+
 async fn connection(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -324,19 +350,8 @@ async fn connection(
     router: axum::Router,
     cancel: CancellationToken,
 ) {
-    let tls = tokio::select! {
-        _ = cancel.cancelled() => return,
-        tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)) => match tls {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(e)) => {
-                tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "TLS handshake timed out");
-                return;
-            }
-        },
+    let Some(tls) = tls_handshake(tcp, peer, &acceptor, &cancel, "").await else {
+        return;
     };
     // only a certificate the verifier accepted is here
     let cert = tls

@@ -27,8 +27,6 @@ use super::handlers::AdmissionWebhook;
 use super::metrics::WebhookMetrics;
 use super::{Error, DEFAULT_PORT};
 
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The lowest TLS version the server accepts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TlsVersion {
@@ -339,19 +337,9 @@ async fn serve_connection(
     routes: Arc<Routes>,
     cancel: CancellationToken,
 ) {
-    let tls = tokio::select! {
-        _ = cancel.cancelled() => return,
-        tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)) => match tls {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(e)) => {
-                tracing::debug!(%peer, error = %e, "webhook TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "webhook TLS handshake timed out");
-                return;
-            }
-        },
+    let Some(tls) = crate::serving::tls_handshake(tcp, peer, &acceptor, &cancel, "webhook ").await
+    else {
+        return;
     };
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let routes = Arc::clone(&routes);

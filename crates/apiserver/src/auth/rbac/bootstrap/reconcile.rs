@@ -17,6 +17,7 @@
 use serde_json::{Map, Value};
 
 use super::AUTOUPDATE_ANNOTATION;
+use crate::auth::rbac::rule::{self, PolicyRule};
 
 /// What to write for one bootstrap object.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,101 +63,6 @@ fn merge_metadata(merged: &mut Value, expected: &Value) -> bool {
     changed
 }
 
-fn list(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
-fn has(xs: &[&str], x: &str) -> bool {
-    xs.contains(&x)
-}
-
-fn has_all(xs: &[&str], ys: &[&str]) -> bool {
-    ys.iter().all(|y| has(xs, y))
-}
-
-/// Upstream `resourceCoversAll`: `*` and `*/*` cover everything, `*/sub` every
-/// resource's `sub`.
-fn resources_cover(owner: &[&str], sub: &[&str]) -> bool {
-    if has(owner, "*") || has(owner, "*/*") {
-        return true;
-    }
-    sub.iter().all(|r| {
-        has(owner, r)
-            || r.split_once('/')
-                .is_some_and(|(_, s)| has(owner, &format!("*/{s}")))
-    })
-}
-
-/// Upstream `nonResourceURLCovers`: equal, or a `prefix*` pattern.
-fn urls_cover(owner: &[&str], sub: &[&str]) -> bool {
-    sub.iter().all(|u| {
-        owner.iter().any(|o| {
-            o == u
-                || o.strip_suffix('*')
-                    .is_some_and(|prefix| u.starts_with(prefix))
-        })
-    })
-}
-
-/// Upstream `ruleCovers`: whether `owner` grants everything `sub` does.
-pub fn rule_covers(owner: &Value, sub: &Value) -> bool {
-    let verbs = list(&owner["verbs"]);
-    let groups = list(&owner["apiGroups"]);
-    let names = list(&owner["resourceNames"]);
-    let sub_names = list(&sub["resourceNames"]);
-    (has(&verbs, "*") || has_all(&verbs, &list(&sub["verbs"])))
-        && (has(&groups, "*") || has_all(&groups, &list(&sub["apiGroups"])))
-        && resources_cover(&list(&owner["resources"]), &list(&sub["resources"]))
-        && urls_cover(
-            &list(&owner["nonResourceURLs"]),
-            &list(&sub["nonResourceURLs"]),
-        )
-        && (names.is_empty() || (!sub_names.is_empty() && has_all(&names, &sub_names)))
-}
-
-/// Upstream `BreakdownRule`: one rule per group, resource, name and verb (per URL and verb
-/// for non-resource rules).
-pub fn breakdown(rule: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    let verbs = list(&rule["verbs"]);
-    let names = list(&rule["resourceNames"]);
-    for group in list(&rule["apiGroups"]) {
-        for resource in list(&rule["resources"]) {
-            for verb in &verbs {
-                if names.is_empty() {
-                    out.push(serde_json::json!({
-                        "apiGroups": [group], "resources": [resource], "verbs": [verb],
-                    }));
-                }
-                for name in &names {
-                    out.push(serde_json::json!({
-                        "apiGroups": [group], "resources": [resource],
-                        "resourceNames": [name], "verbs": [verb],
-                    }));
-                }
-            }
-        }
-    }
-    for url in list(&rule["nonResourceURLs"]) {
-        for verb in &verbs {
-            out.push(serde_json::json!({"nonResourceURLs": [url], "verbs": [verb]}));
-        }
-    }
-    out
-}
-
-/// Upstream `validation.Covers`: the broken-down rules of `requested` no rule of `owner`
-/// covers.
-pub fn uncovered(owner: &[Value], requested: &[Value]) -> Vec<Value> {
-    requested
-        .iter()
-        .flat_map(breakdown)
-        .filter(|sub| !owner.iter().any(|o| rule_covers(o, sub)))
-        .collect()
-}
-
 fn array(v: &Value) -> Vec<Value> {
     v.as_array().cloned().unwrap_or_default()
 }
@@ -170,7 +76,12 @@ pub fn reconcile_role(existing: Option<&Value>, expected: &Value) -> Action {
     let mut merged = existing.clone();
     let mut changed = merge_metadata(&mut merged, expected);
 
-    let missing = uncovered(&array(&existing["rules"]), &array(&expected["rules"]));
+    // upstream `validation.Covers`: the broken-down expected rules no stored rule covers
+    let (_, missing) = rule::covers(
+        &PolicyRule::of_role(existing),
+        &PolicyRule::of_role(expected),
+    );
+    let missing: Vec<Value> = missing.iter().map(PolicyRule::to_json).collect();
     if !missing.is_empty() {
         let mut rules = array(&existing["rules"]);
         rules.extend(missing);

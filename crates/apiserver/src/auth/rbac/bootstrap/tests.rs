@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::auth::rbac::rule::{self, PolicyRule};
 
 fn fixture(file: &str) -> Vec<Value> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -209,7 +210,11 @@ fn go_list(v: &Value) -> String {
 fn kubectl_can_i_list(rules: &[Value]) -> String {
     let mut compact: Vec<Value> = Vec::new();
     let mut simple: Vec<Value> = Vec::new();
-    for r in rules.iter().flat_map(reconcile::breakdown) {
+    let broken_down = rules
+        .iter()
+        .flat_map(|r| rule::breakdown(&PolicyRule::from_json(r)))
+        .map(|r| r.to_json());
+    for r in broken_down {
         if r.get("nonResourceURLs").is_some() {
             compact.push(r);
             continue;
