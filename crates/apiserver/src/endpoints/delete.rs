@@ -49,6 +49,23 @@ impl DeleteOptions {
         Ok(o)
     }
 
+    /// The options as a `DeleteOptions` object (what admission sees).
+    pub(super) fn to_object(&self) -> serde_json::Value {
+        let mut o = serde_json::Map::new();
+        o.insert("kind".into(), json!("DeleteOptions"));
+        o.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+        if let Some(g) = self.grace_period {
+            o.insert("gracePeriodSeconds".into(), json!(g));
+        }
+        if let Some(p) = &self.propagation {
+            o.insert("propagationPolicy".into(), json!(p));
+        }
+        if self.dry_run {
+            o.insert("dryRun".into(), json!(["All"]));
+        }
+        serde_json::Value::Object(o)
+    }
+
     /// Upstream's validation of the propagation policy.
     fn check(&self) -> ApiResult<()> {
         if let Some(p) = &self.propagation {
@@ -231,6 +248,40 @@ impl Api {
         Ok((outcome.event, outcome.object))
     }
 
+    /// Dynamic admission of a DELETE (validating plugins; the object is the stored one,
+    /// `attrs.old_object`). A missing object is left to the delete to answer 404.
+    pub(super) async fn admit_delete(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<()> {
+        let mut attrs = crate::admission::Attributes::new(
+            crate::admission::Operation::Delete,
+            def,
+            None,
+            ns.map(str::to_string),
+            name.to_string(),
+        );
+        attrs.dry_run = opts.dry_run;
+        attrs.options = Some(opts.to_object());
+        if !self.admission.handles(&attrs) {
+            return Ok(());
+        }
+        let Some(current) = self.store.get(&def.storage_key(), &object_key(ns, name)) else {
+            return Ok(());
+        };
+        attrs.old_object = Some(crate::registry::versions::present_value(
+            def,
+            current.value()?,
+        )?);
+        let mut out = crate::admission::Outcome::default();
+        self.admission.validate(&attrs, None, &mut out).await?;
+        crate::admission::warn(out.warnings);
+        Ok(())
+    }
+
     pub(super) async fn delete(
         &self,
         target: &Target,
@@ -246,6 +297,8 @@ impl Api {
         }
         let opts = parse_options(query, headers, body)?;
         let name = target.name.clone().unwrap_or_default();
+        self.admit_delete(def, target.namespace.as_deref(), &name, &opts)
+            .await?;
         let (event, obj) = self
             .delete_one(def, target.namespace.as_deref(), &name, &opts)
             .await?;
@@ -290,6 +343,11 @@ impl Api {
                 Some((ns, n)) if def.namespaced => (Some(ns), n),
                 _ => (None, k.as_str()),
             };
+            match self.admit_delete(def, ns, name, &opts).await {
+                Ok(()) => {}
+                Err(e) if e.code == 404 => continue,
+                Err(e) => return Err(e),
+            }
             match self.delete_one(def, ns, name, &opts).await {
                 Ok((_, obj)) => items.push(obj),
                 Err(e) if e.code == 404 => {}

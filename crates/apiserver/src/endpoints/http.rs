@@ -204,9 +204,15 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     let served = state
         .api
         .serve(&parts.method, target, &query, &parts.headers, body);
-    match crate::machinery::user::scope(user, served).await {
-        Ok(reply) => reply.into_response(),
-        Err(e) => error_response(&e),
+    let (answer, warnings) =
+        crate::admission::collect_warnings(crate::machinery::user::scope(user, served)).await;
+    match answer {
+        Ok(reply) => reply.with_warnings(warnings).into_response(),
+        Err(e) => {
+            let mut r = error_response(&e);
+            super::append_warnings(r.headers_mut(), warnings);
+            r
+        }
     }
 }
 

@@ -57,6 +57,8 @@ pub struct Api {
     pub crds: crate::registry::custom::Registry,
     /// How requests are authenticated and authorized.
     pub auth: crate::auth::Auth,
+    /// The dynamic admission plugins (webhooks, admission policies) every write asks.
+    pub admission: crate::admission::Chain,
     /// Work run after writes of a resource (by storage key).
     hooks: RwLock<Vec<(String, Arc<dyn WriteHook>)>>,
     /// The OpenAPI documents of the catalogue they were built for.
@@ -129,13 +131,18 @@ impl Reply {
         *r.status_mut() = self.status;
         r.headers_mut()
             .insert("content-type", HeaderValue::from_static(self.content_type));
-        for w in self.warnings {
-            let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
-            if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-                r.headers_mut().append("warning", v);
-            }
-        }
+        append_warnings(r.headers_mut(), self.warnings);
         r
+    }
+}
+
+/// Append `Warning: 299 - "msg"` headers.
+pub fn append_warnings(headers: &mut HeaderMap, warnings: Vec<String>) {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append("warning", v);
+        }
     }
 }
 
@@ -167,6 +174,7 @@ impl Api {
             bookmark_interval,
             crds,
             auth,
+            admission: crate::admission::Chain::new(),
             hooks: RwLock::new(Vec::new()),
             openapi: Mutex::new(None),
         }

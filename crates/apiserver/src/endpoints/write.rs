@@ -239,7 +239,7 @@ impl Api {
         target: &Target,
         opts: &WriteOptions,
         mut obj: Value,
-        warnings: Vec<String>,
+        mut warnings: Vec<String>,
         applied: bool,
     ) -> ApiResult<Reply> {
         let def = target.resource;
@@ -291,6 +291,20 @@ impl Api {
             self.admit_service_account(target.namespace.as_deref(), &mut obj);
         }
         // --- end ServiceAccount admission
+        // --- dynamic admission, mutating phase (admission policies, webhooks: `admission`)
+        let mut admission = self.admission_attributes(
+            target,
+            crate::admission::Operation::Create,
+            &given_name,
+            options_object("CreateOptions", opts),
+            opts.dry_run,
+        );
+        let mut admitted = if self.admission.handles(&admission) {
+            Some(self.admission.admit(&admission, &mut obj).await?)
+        } else {
+            None
+        };
+        // --- end dynamic admission, mutating phase
         rest::prepare_create(def, &mut obj);
         rest::default_object(def, &mut obj, Phase::Create);
         // --- storage admission (create): StorageObjectInUseProtection and
@@ -336,6 +350,13 @@ impl Api {
         crate::registry::certificates::certificatesigningrequest::subject_restriction(def, &obj)?;
         // --- end CertificateSubjectRestriction
         rest::go_roundtrip(def, &mut obj, rest::Mode::Storage);
+        // --- dynamic admission, validating phase, on what would be stored
+        if let Some(out) = admitted.as_mut() {
+            admission.name = rest::meta_str(&obj, "name").unwrap_or("").to_string();
+            self.admission.validate(&admission, Some(&obj), out).await?;
+            warnings.append(&mut out.warnings);
+        }
+        // --- end dynamic admission, validating phase
         let ns = target.namespace.clone();
         // --- ResourceQuota admission (upstream's last validating plugin): check the
         // object against its namespace's quotas and charge their status.used (a
@@ -393,6 +414,27 @@ impl Api {
         }
     }
 
+    /// The dynamic admission attributes of a write on `target` by the current user.
+    pub(super) fn admission_attributes(
+        &self,
+        target: &Target,
+        operation: crate::admission::Operation,
+        name: &str,
+        options: Value,
+        dry_run: bool,
+    ) -> crate::admission::Attributes {
+        let mut a = crate::admission::Attributes::new(
+            operation,
+            target.resource,
+            target.subresource.map(Subresource::name),
+            target.namespace.clone(),
+            name.to_string(),
+        );
+        a.options = Some(options);
+        a.dry_run = dry_run;
+        a
+    }
+
     /// The LimitRanges stored in `namespace` (LimitRanger admission).
     fn limit_ranges(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
         let Some(ns) = namespace else {
@@ -427,7 +469,7 @@ impl Api {
         let precondition =
             crate::endpoints::request::parse_rv(rest::meta_str(&obj, "resourceVersion"))?;
         let out = self
-            .apply_update(target, &opts, precondition, move |_| Ok(obj))
+            .apply_update(target, &opts, precondition, move |_| Ok(obj.clone()))
             .await?;
         Ok(out.with_warnings(warnings))
     }
@@ -442,7 +484,7 @@ impl Api {
         compute: F,
     ) -> ApiResult<Reply>
     where
-        F: FnOnce(&Value) -> ApiResult<Value>,
+        F: FnMut(&Value) -> ApiResult<Value>,
     {
         let stored = self
             .store_update(target, opts, precondition, compute)
@@ -454,15 +496,105 @@ impl Api {
     }
 
     /// The update itself: returns the stored (or, for deletes, the final) object.
+    ///
+    /// When the dynamic admission chain handles the request, the update is computed
+    /// outside the store's lock: `compute` on the stored object, the mutating plugins,
+    /// a dry run of the write for the object that would be stored, the validating
+    /// plugins, then the write itself, conditional on the object being unchanged since
+    /// it was read (computed again from the new one otherwise, unless the client gave a
+    /// resourceVersion: upstream's `GuaranteedUpdate` with admission inside).
     async fn store_update<F>(
         &self,
         target: &Target,
         opts: &WriteOptions,
         precondition: Option<u64>,
-        compute: F,
+        mut compute: F,
     ) -> ApiResult<Arc<StoredObject>>
     where
-        F: FnOnce(&Value) -> ApiResult<Value>,
+        F: FnMut(&Value) -> ApiResult<Value>,
+    {
+        let def = target.resource;
+        let sub = target.subresource;
+        let operation = if sub == Some(Subresource::Binding) {
+            crate::admission::Operation::Create
+        } else {
+            crate::admission::Operation::Update
+        };
+        let options = if operation == crate::admission::Operation::Create {
+            options_object("CreateOptions", opts)
+        } else {
+            options_object("UpdateOptions", opts)
+        };
+        let name = target.name.clone().unwrap_or_default();
+        let mut admission =
+            self.admission_attributes(target, operation, &name, options, opts.dry_run);
+        if !self.admission.handles(&admission) {
+            return self
+                .store_update_locked(target, opts, precondition, compute)
+                .await;
+        }
+        let key = object_key(target.namespace.as_deref(), &name);
+        let dry = WriteOptions {
+            dry_run: true,
+            field_validation: opts.field_validation,
+            field_manager: opts.field_manager.clone(),
+            force: opts.force,
+            applied: opts.applied,
+        };
+        loop {
+            let Some(current) = self.store.get(&def.storage_key(), &key) else {
+                return Err(ApiError::not_found(def.group, def.plural, &name));
+            };
+            if precondition.is_some_and(|rv| rv != current.rv) {
+                return Err(ApiError::stale(def.group, def.plural, &name));
+            }
+            let old = crate::registry::versions::present_value(def, current.value()?)?;
+            let mut incoming = compute(&old)?;
+            rest::default_object(def, &mut incoming, Phase::Scheme);
+            admission.old_object = Some(old);
+            let mut out = self.admission.admit(&admission, &mut incoming).await?;
+            let would = self
+                .store_update_locked(target, &dry, Some(current.rv), |_| Ok(incoming.clone()))
+                .await?;
+            let would = crate::registry::versions::present_value(def, would.value()?)?;
+            self.admission
+                .validate(&admission, Some(&would), &mut out)
+                .await?;
+            match self
+                .store_update_locked(target, opts, Some(current.rv), |_| Ok(incoming.clone()))
+                .await
+            {
+                // changed since it was read: compute it again, as upstream retries
+                Err(e) if e.code == 409 && precondition.is_none() => {
+                    if self
+                        .store
+                        .get(&def.storage_key(), &key)
+                        .is_some_and(|now| now.rv != current.rv)
+                    {
+                        continue;
+                    }
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+                Ok(stored) => {
+                    crate::admission::warn(out.warnings);
+                    return Ok(stored);
+                }
+            }
+        }
+    }
+
+    /// The update under the store's lock: the kind's strategy, the built-in admission
+    /// plugins, validation and the write, in one step.
+    async fn store_update_locked<F>(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        precondition: Option<u64>,
+        mut compute: F,
+    ) -> ApiResult<Arc<StoredObject>>
+    where
+        F: FnMut(&Value) -> ApiResult<Value>,
     {
         let def = target.resource;
         let name = target.name.clone().unwrap_or_default();
@@ -875,4 +1007,18 @@ fn limitranger_storage_key() -> String {
         .lookup("", "v1", "limitranges")
         .map(|d| d.storage_key())
         .unwrap_or_else(|| "limitranges".into())
+}
+
+/// The options object of a write as admission sees it (`CreateOptions`, `UpdateOptions`).
+pub(super) fn options_object(kind: &str, opts: &WriteOptions) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("kind".into(), json!(kind));
+    o.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+    if opts.dry_run {
+        o.insert("dryRun".into(), json!(["All"]));
+    }
+    if let Some(m) = &opts.field_manager {
+        o.insert("fieldManager".into(), json!(m));
+    }
+    Value::Object(o)
 }

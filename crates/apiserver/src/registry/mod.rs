@@ -23,6 +23,7 @@ mod tests;
 pub mod validation;
 pub mod versions;
 
+pub mod admissionregistration;
 pub mod apiextensions;
 pub mod apps;
 pub mod authentication;
@@ -97,6 +98,12 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::storage::v1::StorageClass>(&storage::storageclass::KIND),
         builtin::<a::storage::v1::VolumeAttachment>(&storage::volumeattachment::KIND),
         builtin::<a::storage::v1::VolumeAttributesClass>(&storage::volumeattributesclass::KIND),
+        builtin::<a::admissionregistration::v1::MutatingAdmissionPolicy>(&admissionregistration::mutatingadmissionpolicy::KIND),
+        builtin::<a::admissionregistration::v1::MutatingAdmissionPolicyBinding>(&admissionregistration::mutatingadmissionpolicybinding::KIND),
+        builtin::<a::admissionregistration::v1::MutatingWebhookConfiguration>(&admissionregistration::mutatingwebhookconfiguration::KIND),
+        builtin::<a::admissionregistration::v1::ValidatingAdmissionPolicy>(&admissionregistration::validatingadmissionpolicy::KIND),
+        builtin::<a::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(&admissionregistration::validatingadmissionpolicybinding::KIND),
+        builtin::<a::admissionregistration::v1::ValidatingWebhookConfiguration>(&admissionregistration::validatingwebhookconfiguration::KIND),
         builtin::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&apiextensions::customresourcedefinition::KIND),
         builtin::<a::scheduling::v1::PriorityClass>(&scheduling::priorityclass::KIND),
         builtin::<a::coordination::v1::Lease>(&coordination::lease::KIND),

@@ -92,7 +92,7 @@ async fn write_crd_status(api: &Api, name: &str, status: Value) -> ApiResult<()>
     };
     api.apply_update(&target, &server_writes(), None, move |old| {
         let mut new = old.clone();
-        new["status"] = status;
+        new["status"] = status.clone();
         Ok(new)
     })
     .await
