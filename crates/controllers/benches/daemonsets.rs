@@ -130,9 +130,5 @@ async fn main() {
         if rolled { "yes" } else { "NO" },
         rollout_took.as_secs_f64()
     );
-    println!("  controller manager CPU         {cpu:.2} s");
-    println!(
-        "  controller manager peak RSS    {:.1} MiB",
-        peak_kib / 1024.0
-    );
+    common::print_controller_manager(cpu, peak_kib);
 }

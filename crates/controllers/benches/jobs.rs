@@ -9,14 +9,10 @@
 //! `BENCH_COMPLETIONS`, `BENCH_PARALLELISM`, `BENCH_NODES` change the 1,000, 10, 10 and
 //! 100).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use coxswain_runtime::cache::Change;
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::PostParams;
 use kube::Api;
 use tokio_util::sync::CancellationToken;
 
@@ -65,19 +61,7 @@ async fn main() {
 
     // the simulator, and a watch on the Jobs that counts the complete ones
     let mgr = common::simulated_cluster(&env, nodes).await;
-    let done = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = tokio::sync::watch::channel(0usize);
-    {
-        let done = done.clone();
-        mgr.cache().informer::<Job>().add_handler(move |c| {
-            if let Change::Updated { old, new } = c {
-                if complete(new) && !complete(old) {
-                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    let _ = tx.send(d);
-                }
-            }
-        });
-    }
+    let (done, mut rx) = common::count_reaching::<Job>(&mgr, complete);
     let c = cancel.clone();
     let sim_task = tokio::spawn(async move { mgr.start(c).await });
 
@@ -86,22 +70,13 @@ async fn main() {
     common::create_namespace(&env.client).await;
     let api: Api<Job> = Api::namespaced(env.client.clone(), common::NS);
     let start = Instant::now();
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                api.create(
-                    &PostParams::default(),
-                    &job(&format!("j{i:04}"), completions, parallelism),
-                )
-                .await
-                .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<Vec<()>>()
-        .await
-        .expect("create jobs");
+    common::create_all(
+        &api,
+        n,
+        |i| job(&format!("j{i:04}"), completions, parallelism),
+        "jobs",
+    )
+    .await;
     let created = start.elapsed();
     let finished = tokio::time::timeout(Duration::from_secs(1800), rx.wait_for(|d| *d >= n))
         .await
@@ -131,9 +106,5 @@ async fn main() {
         "  all Complete in                {:.2} s",
         took.as_secs_f64()
     );
-    println!("  controller manager CPU         {cpu:.2} s");
-    println!(
-        "  controller manager peak RSS    {:.1} MiB",
-        peak_kib / 1024.0
-    );
+    common::print_controller_manager(cpu, peak_kib);
 }

@@ -9,9 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::Api;
 use tokio_util::sync::CancellationToken;
 
@@ -60,22 +59,13 @@ async fn main() {
     common::create_namespace(&env.client).await;
     let api: Api<Deployment> = Api::namespaced(env.client.clone(), common::NS);
     let start = Instant::now();
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                api.create(
-                    &PostParams::default(),
-                    &template(&format!("d{i:04}"), replicas),
-                )
-                .await
-                .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<Vec<()>>()
-        .await
-        .expect("create deployments");
+    common::create_all(
+        &api,
+        n,
+        |i| template(&format!("d{i:04}"), replicas),
+        "deployments",
+    )
+    .await;
     let created = start.elapsed();
     let mut done = 0;
     while start.elapsed() < Duration::from_secs(1800) {
@@ -102,9 +92,5 @@ async fn main() {
         "  all rolled out in              {:.2} s",
         took.as_secs_f64()
     );
-    println!("  controller manager CPU         {cpu:.2} s");
-    println!(
-        "  controller manager peak RSS    {:.1} MiB",
-        peak_kib / 1024.0
-    );
+    common::print_controller_manager(cpu, peak_kib);
 }

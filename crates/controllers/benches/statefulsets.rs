@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
 
@@ -80,22 +80,13 @@ async fn main() {
 
     // scale up: every set from nothing to `replicas`, one pod at a time in ordinal order
     let start = Instant::now();
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                api.create(
-                    &PostParams::default(),
-                    &template(&format!("s{i:03}"), replicas),
-                )
-                .await
-                .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<Vec<()>>()
-        .await
-        .expect("create statefulsets");
+    common::create_all(
+        &api,
+        n,
+        |i| template(&format!("s{i:03}"), replicas),
+        "statefulsets",
+    )
+    .await;
     let up = wait_all(&api, n, replicas, start).await;
     let up_took = start.elapsed();
 
@@ -136,9 +127,5 @@ async fn main() {
         "  rolled to a new image:         {rolled_n} of {n} in {:.2} s",
         roll_took.as_secs_f64()
     );
-    println!("  controller manager CPU         {cpu:.2} s");
-    println!(
-        "  controller manager peak RSS    {:.1} MiB",
-        peak_kib / 1024.0
-    );
+    common::print_controller_manager(cpu, peak_kib);
 }

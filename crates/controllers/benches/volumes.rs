@@ -10,12 +10,9 @@
 //! Run: `cargo bench -p coxswain-controllers --bench volumes` (`BENCH_PVCS`,
 //! `BENCH_NODES` change the 10,000 and 10).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use coxswain_runtime::cache::Change;
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::PostParams;
@@ -71,21 +68,7 @@ async fn main() {
 
     // the simulator (provisioner included), and a watch that counts the bound claims
     let mgr = common::simulated_cluster(&env, nodes).await;
-    let done = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = tokio::sync::watch::channel(0usize);
-    {
-        let done = done.clone();
-        mgr.cache()
-            .informer::<PersistentVolumeClaim>()
-            .add_handler(move |c| {
-                if let Change::Updated { old, new } = c {
-                    if bound(new) && !bound(old) {
-                        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                        let _ = tx.send(d);
-                    }
-                }
-            });
-    }
+    let (done, mut rx) = common::count_reaching::<PersistentVolumeClaim>(&mgr, bound);
     let c = cancel.clone();
     let sim_task = tokio::spawn(async move { mgr.start(c).await });
 
@@ -94,19 +77,7 @@ async fn main() {
     common::create_namespace(&env.client).await;
     let api: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), common::NS);
     let start = Instant::now();
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                api.create(&PostParams::default(), &claim(&format!("c{i:05}")))
-                    .await
-                    .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<Vec<()>>()
-        .await
-        .expect("create claims");
+    common::create_all(&api, n, |i| claim(&format!("c{i:05}")), "claims").await;
     let created = start.elapsed();
     let finished = tokio::time::timeout(Duration::from_secs(1800), rx.wait_for(|d| *d >= n))
         .await
@@ -136,9 +107,5 @@ async fn main() {
         "  all Bound in                   {:.2} s",
         took.as_secs_f64()
     );
-    println!("  controller manager CPU         {cpu:.2} s");
-    println!(
-        "  controller manager peak RSS    {:.1} MiB",
-        peak_kib / 1024.0
-    );
+    common::print_controller_manager(cpu, peak_kib);
 }

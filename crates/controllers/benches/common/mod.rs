@@ -173,3 +173,62 @@ impl ControllerManagerChild {
         (cpu, peak_kib)
     }
 }
+
+/// Create `n` objects made by `make(i)` through `api`, 32 requests at a time (what every
+/// benchmark's load phase does); panics naming `what` on the first error.
+pub async fn create_all<K, F>(api: &Api<K>, n: usize, make: F, what: &str)
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    F: Fn(usize) -> K,
+{
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let obj = make(i);
+            async move { api.create(&PostParams::default(), &obj).await.map(|_| ()) }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<()>>()
+        .await
+        .unwrap_or_else(|e| panic!("create {what}: {e}"));
+}
+
+/// Count, through `mgr`'s cache, the objects of kind `K` that reach the state
+/// `reached` (an update from not reached to reached counts once): the counter, and a
+/// channel that announces each new count.
+pub fn count_reaching<K>(
+    mgr: &Manager,
+    reached: fn(&K) -> bool,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    tokio::sync::watch::Receiver<usize>,
+)
+where
+    K: coxswain_runtime::cache::CachedKind,
+    K::Scope: 'static,
+{
+    use std::sync::atomic::Ordering;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = tokio::sync::watch::channel(0usize);
+    let counter = done.clone();
+    mgr.cache().informer::<K>().add_handler(move |c| {
+        if let coxswain_runtime::cache::Change::Updated { old, new } = c {
+            if reached(new) && !reached(old) {
+                let d = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                let _ = tx.send(d);
+            }
+        }
+    });
+    (done, rx)
+}
+
+/// Print the controller manager's CPU seconds and peak RSS (from
+/// [`ControllerManagerChild::stop`]), the last lines of every benchmark's report.
+pub fn print_controller_manager(cpu: f64, peak_kib: f64) {
+    println!("  controller manager CPU         {cpu:.2} s");
+    println!(
+        "  controller manager peak RSS    {:.1} MiB",
+        peak_kib / 1024.0
+    );
+}
