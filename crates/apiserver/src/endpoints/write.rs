@@ -13,6 +13,7 @@ use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
 use crate::registry::catalog::Phase;
 use crate::registry::catalog::{ResourceDef, Subresource};
 use crate::registry::core::limitrange::admission as limitranger;
+use crate::registry::node::runtimeclass::admission as runtimeclass;
 use crate::registry::rest;
 use crate::storage::store::{object_key, StoredObject, View, WriteAction};
 use apimachinery::status::{ApiError, ApiResult};
@@ -291,6 +292,19 @@ impl Api {
             self.admit_service_account(target.namespace.as_deref(), &mut obj);
         }
         // --- end ServiceAccount admission
+        // --- RuntimeClass admission, mutation (upstream plugin/pkg/admission/runtimeclass):
+        // a pod's RuntimeClass sets its overhead and adds its node selector and tolerations
+        let runtime_class =
+            if runtimeclass::handles(def.group, def.plural, target.subresource.is_some()) {
+                let class = self.runtime_class(&obj);
+                runtimeclass::mutate(&mut obj, class.as_ref()).map_err(|reason| {
+                    limitranger::forbidden(def.group, def.plural, &obj, &reason)
+                })?;
+                Some(class)
+            } else {
+                None
+            };
+        // --- end RuntimeClass mutation
         // --- dynamic admission, mutating phase (admission policies, webhooks: `admission`)
         let mut admission = self.admission_attributes(
             target,
@@ -345,6 +359,12 @@ impl Api {
             ));
         }
         // --- end LimitRanger validation
+        // --- RuntimeClass admission, validation: the pod's overhead is its class's
+        if let Some(class) = &runtime_class {
+            runtimeclass::validate(&obj, class.as_ref())
+                .map_err(|reason| limitranger::forbidden(def.group, def.plural, &obj, &reason))?;
+        }
+        // --- end RuntimeClass validation
         // --- CertificateSubjectRestriction admission: no system:masters certificates
         // from the kube-apiserver-client signer
         crate::registry::certificates::certificatesigningrequest::subject_restriction(def, &obj)?;
@@ -433,6 +453,15 @@ impl Api {
         a.options = Some(options);
         a.dry_run = dry_run;
         a
+    }
+
+    /// The RuntimeClass a pod names, as stored (RuntimeClass admission).
+    fn runtime_class(&self, pod: &Value) -> Option<Value> {
+        let name = runtimeclass::class_name(pod)?;
+        let key = crate::registry::catalog::Catalog::builtin()
+            .lookup("node.k8s.io", "v1", "runtimeclasses")?
+            .storage_key();
+        self.store.get(&key, name).and_then(|o| o.value().ok())
     }
 
     /// The LimitRanges stored in `namespace` (LimitRanger admission).

@@ -37,8 +37,10 @@ pub mod discovery;
 pub mod events;
 pub mod metrics;
 pub mod networking;
+pub mod node;
 pub mod policy;
 pub mod rbac;
+pub mod resource;
 pub mod scheduling;
 pub mod storage;
 
@@ -107,6 +109,11 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&apiextensions::customresourcedefinition::KIND),
         builtin::<a::scheduling::v1::PriorityClass>(&scheduling::priorityclass::KIND),
         builtin::<a::coordination::v1::Lease>(&coordination::lease::KIND),
+        builtin::<a::node::v1::RuntimeClass>(&node::runtimeclass::KIND),
         builtin::<a::discovery::v1::EndpointSlice>(&discovery::endpointslice::KIND),
+        builtin::<a::resource::v1::DeviceClass>(&resource::deviceclass::KIND),
+        builtin::<a::resource::v1::ResourceClaim>(&resource::resourceclaim::KIND),
+        builtin::<a::resource::v1::ResourceClaimTemplate>(&resource::resourceclaimtemplate::KIND),
+        builtin::<a::resource::v1::ResourceSlice>(&resource::resourceslice::KIND),
     ]
 }

@@ -634,3 +634,12 @@ fn check_node(vs: &J, ns: &J, path: &str, root: bool, out: &mut Vec<Cause>, dept
         );
     }
 }
+
+/// The compile error of a CEL expression another API validates at write time (webhook
+/// match conditions, DRA device selectors): `compilation failed: ERROR: <input>:…` as
+/// cel-go renders a syntax error, `None` when it parses. Only the syntax is checked.
+pub fn syntax_error(src: &str) -> Option<String> {
+    parse::parse(src)
+        .err()
+        .map(|i| format!("compilation failed: {}", render_issues(src, &[i])))
+}

@@ -1,11 +1,14 @@
-//! MutatingWebhookConfiguration (`admissionregistration.k8s.io/v1`): what it does differently from the generic store.
+//! MutatingWebhookConfiguration (`admissionregistration.k8s.io/v1`): what it does differently from the generic store:
+//! the webhook validation, defaults (plus `reinvocationPolicy: Never`) and table it
+//! shares with ValidatingWebhookConfiguration.
 
 use serde_json::Value;
 
-use crate::registry::catalog::{Kind, ResourceDef, Strategy};
+use super::validatingwebhookconfiguration::webhook;
+use crate::registry::catalog::{Kind, Phase, ResourceDef, Strategy};
+use crate::registry::table::Printer;
 use crate::registry::validation::Ctx;
 use apimachinery::field::Cause;
-use apimachinery::names::NameRule;
 
 /// The `admissionregistration.k8s.io/v1` kind.
 pub static KIND: Kind =
@@ -24,7 +27,15 @@ impl Strategy for MutatingWebhookConfigurationStrategy {
         old.get("webhooks") != new.get("webhooks")
     }
 
+    fn default(&self, _def: &ResourceDef, obj: &mut Value, _phase: Phase) {
+        webhook::defaults(obj, true);
+    }
+
     fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        Ctx::new(def, old).meta_only(obj, NameRule::Subdomain)
+        Ctx::new(def, old).check(|v, e| v.webhook_configuration(e, obj, true))
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        Some(&webhook::PRINTER)
     }
 }

@@ -1,0 +1,241 @@
+//! ResourceSlice (`resource.k8s.io/v1`): what it does differently from the generic
+//! store: field selectors on `spec.nodeName` and `spec.driver`, and the pool, driver
+//! and node of a slice are immutable.
+
+use serde_json::Value;
+
+use crate::registry::catalog::{Kind, ResourceDef, Strategy};
+use crate::registry::table::Printer;
+use crate::registry::validation::Ctx;
+use apimachinery::field::Cause;
+
+/// The `resource.k8s.io/v1` kind.
+pub static KIND: Kind = Kind::new(&[], &ResourceSliceStrategy);
+
+/// What ResourceSlice does differently.
+pub struct ResourceSliceStrategy;
+
+impl Strategy for ResourceSliceStrategy {
+    /// `resourceslice.ToSelectableFields`.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["spec.nodeName", "spec.driver"]
+    }
+
+    /// `resourceSliceStrategy`: 1 at create, bumped when the spec changes.
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        Ctx::new(def, old).check(|v, e| v.resource_slice(e, obj))
+    }
+
+    fn printer(&self) -> Option<&'static Printer> {
+        Some(&printer::RESOURCE_SLICE)
+    }
+}
+
+pub(crate) mod validation {
+    use crate::registry::resource::validation as dra;
+    use crate::registry::validation::prelude::*;
+
+    const ONE_OF: &str = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
+
+    impl Ctx<'_> {
+        /// `ValidateResourceSlice` / `ValidateResourceSliceUpdate`.
+        pub(crate) fn resource_slice(&self, e: &mut Errs, o: &Value) {
+            self.meta(e, o, NameRule::Subdomain, false);
+            let empty = Value::Object(Map::new());
+            let spec = get(o, "spec").unwrap_or(&empty);
+            let driver = st(spec, "driver").unwrap_or("");
+            dra::driver_name(e, driver, "spec.driver");
+            let pool = get(spec, "pool").unwrap_or(&empty);
+            dra::pool_name(e, st(pool, "name").unwrap_or(""), "spec.pool.name");
+            let count = int(pool, "resourceSliceCount").unwrap_or(0);
+            if count <= 0 {
+                e.invalid(
+                    "spec.pool.resourceSliceCount",
+                    Bad::Int(count),
+                    "must be greater than zero",
+                );
+            }
+            let generation = int(pool, "generation").unwrap_or(0);
+            if generation < 0 {
+                e.invalid(
+                    "spec.pool.generation",
+                    Bad::Int(generation),
+                    "must be greater than or equal to zero",
+                );
+            }
+            if let Some(old) = self.old {
+                let old_spec = get(old, "spec").unwrap_or(&empty);
+                let old_pool = get(old_spec, "pool").unwrap_or(&empty);
+                let (name, old_name) = (
+                    st(pool, "name").unwrap_or(""),
+                    st(old_pool, "name").unwrap_or(""),
+                );
+                if name != old_name {
+                    e.invalid("spec.pool.name", s(name), IMMUTABLE);
+                }
+                if driver != st(old_spec, "driver").unwrap_or("") {
+                    e.invalid("spec.driver", s(driver), IMMUTABLE);
+                }
+                if !json_eq(get(spec, "nodeName"), get(old_spec, "nodeName")) {
+                    e.invalid(
+                        "spec.nodeName",
+                        Bad::Json(get(spec, "nodeName").cloned().unwrap_or(Value::Null)),
+                        IMMUTABLE,
+                    );
+                }
+            }
+            let mut set = Vec::new();
+            if let Some(node) = st(spec, "nodeName") {
+                if node.is_empty() {
+                    e.invalid(
+                        "spec.nodeName",
+                        s(node),
+                        "must be either unset or set to a non-empty string",
+                    );
+                } else {
+                    set.push("`nodeName`");
+                    e.each(
+                        "spec.nodeName",
+                        node,
+                        NameRule::Subdomain.check(node, false),
+                    );
+                }
+            }
+            if let Some(sel) = get(spec, "nodeSelector") {
+                set.push("`nodeSelector`");
+                let terms = items(sel, "nodeSelectorTerms");
+                if terms.len() != 1 {
+                    e.invalid(
+                        "spec.nodeSelector.nodeSelectorTerms",
+                        Bad::Json(Value::Array(terms.to_vec())),
+                        "must have exactly one node selector term",
+                    );
+                }
+            }
+            for f in ["allNodes", "perDeviceNodeSelection"] {
+                match boolean(spec, f) {
+                    Some(true) => set.push(if f == "allNodes" {
+                        "`allNodes`"
+                    } else {
+                        "`perDeviceNodeSelection`"
+                    }),
+                    Some(false) => e.invalid(
+                        &child("spec", f),
+                        Bad::Bool(false),
+                        "must be either unset or set to true",
+                    ),
+                    None => {}
+                }
+            }
+            match set.len() {
+                0 => e.required("spec", ONE_OF),
+                1 => {}
+                _ => e.invalid(
+                    "spec",
+                    s(&format!("{{{}}}", set.join(", "))),
+                    &format!("{ONE_OF}, but multiple fields are set"),
+                ),
+            }
+            if get(spec, "sharedCounters").is_some() && get(spec, "devices").is_some() {
+                e.invalid(
+                    "spec",
+                    s(""),
+                    "only one of `sharedCounters` or `devices` is allowed",
+                );
+            }
+            let devices = items(spec, "devices");
+            let advanced = devices.iter().any(|d| {
+                !items(d, "taints").is_empty() || !items(d, "consumesCounters").is_empty()
+            });
+            let max = if advanced {
+                dra::MAX_DEVICES_ADVANCED
+            } else {
+                dra::MAX_DEVICES
+            };
+            if devices.len() > max {
+                e.too_many("spec.devices", devices.len() as i64, max as i64);
+                return;
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for (i, d) in devices.iter().enumerate() {
+                let p = index("spec.devices", i);
+                let name = st(d, "name").unwrap_or("");
+                if seen.contains(&name) {
+                    e.duplicate(&p, Bad::Json(d.clone()));
+                    continue;
+                }
+                seen.push(name);
+                dra::label_name(e, name, &child(&p, "name"));
+                let attrs = obj(d, "attributes");
+                let caps = obj(d, "capacity");
+                let total = attrs.map_or(0, Map::len) + caps.map_or(0, Map::len);
+                if total > dra::MAX_ATTRIBUTES_AND_CAPACITIES {
+                    e.invalid(
+                        &p,
+                        Bad::Int(total as i64),
+                        &format!(
+                            "the total number of attributes and capacities must not exceed {}",
+                            dra::MAX_ATTRIBUTES_AND_CAPACITIES
+                        ),
+                    );
+                }
+                for (k, v) in attrs.into_iter().flatten() {
+                    let kp = key(&child(&p, "attributes"), k);
+                    dra::qualified_key(e, k, &kp);
+                    let set = ["int", "bool", "string", "version"]
+                        .iter()
+                        .filter(|f| get(v, f).is_some())
+                        .count();
+                    if set != 1 {
+                        e.invalid(
+                            &kp,
+                            Bad::Json(v.clone()),
+                            "exactly one value must be specified",
+                        );
+                    }
+                    if let Some(sv) = st(v, "string").filter(|sv| sv.len() > 64) {
+                        let _ = sv;
+                        e.too_long(&child(&kp, "string"), 64);
+                    }
+                }
+                for (k, v) in caps.into_iter().flatten() {
+                    let kp = key(&child(&p, "capacity"), k);
+                    dra::qualified_key(e, k, &kp);
+                    if get(v, "value").is_none() {
+                        e.required(&child(&kp, "value"), "");
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) mod printer {
+    use crate::registry::table::prelude::*;
+
+    const SPEC: &str = "io.k8s.api.resource.v1.ResourceSliceSpec";
+
+    /// ResourceSlices.
+    pub(crate) static RESOURCE_SLICE: Printer = Printer {
+        columns: &[
+            NAME,
+            string("Node", field(SPEC, "nodeName")),
+            string("Driver", field(SPEC, "driver")),
+            string("Pool", field("io.k8s.api.resource.v1.ResourcePool", "name")),
+            AGE,
+        ],
+        print: |v, now| {
+            Row::of(vec![
+                name(v),
+                v.pointer("/spec/nodeName").cloned().unwrap_or(Value::Null),
+                json!(s(v, "/spec/driver")),
+                json!(s(v, "/spec/pool/name")),
+                age(v, now),
+            ])
+        },
+    };
+}
