@@ -191,14 +191,18 @@ pub(crate) mod validation {
                         .filter(|f| get(v, f).is_some())
                         .count();
                     if set != 1 {
+                        // a DeviceAttribute as encoding/json writes it: struct field order
+                        let ordered: Map<String, Value> = ["int", "bool", "string", "version"]
+                            .iter()
+                            .filter_map(|f| get(v, f).map(|x| (f.to_string(), x.clone())))
+                            .collect();
                         e.invalid(
                             &kp,
-                            Bad::Json(v.clone()),
+                            Bad::Json(Value::Object(ordered)),
                             "exactly one value must be specified",
                         );
                     }
-                    if let Some(sv) = st(v, "string").filter(|sv| sv.len() > 64) {
-                        let _ = sv;
+                    if st(v, "string").is_some_and(|sv| sv.len() > 64) {
                         e.too_long(&child(&kp, "string"), 64);
                     }
                 }

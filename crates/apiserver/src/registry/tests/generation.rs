@@ -274,6 +274,58 @@ const ROWS: &[Row] = &[
         true,
         [true, true, false],
     ),
+    // validating/mutatingWebhookConfigurationStrategy: webhooks changes
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "webhooks",
+        true,
+        CONTENT,
+    ),
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "webhooks",
+        true,
+        CONTENT,
+    ),
+    // runtimeClassStrategy: no generation
+    row("node.k8s.io", "v1", "RuntimeClass", "handler", false, NONE),
+    // deviceClassStrategy and resourceSliceStrategy: spec changes
+    row(
+        "resource.k8s.io",
+        "v1",
+        "DeviceClass",
+        "spec",
+        true,
+        CONTENT,
+    ),
+    row(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "spec",
+        false,
+        NONE,
+    ),
+    row(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        "spec",
+        false,
+        NONE,
+    ),
+    row(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "spec",
+        true,
+        CONTENT,
+    ),
 ];
 
 fn def(r: &Row) -> &'static ResourceDef {

@@ -3,6 +3,7 @@
 
 mod defaults;
 mod generation;
+mod new_kinds;
 mod printers_cluster;
 mod printers_core;
 mod printers_pod;
