@@ -624,3 +624,98 @@ fn creates_record_the_managed_fields_kube_apiserver_records() {
     }
     assert!(compared >= 9, "compared {compared} objects");
 }
+
+/// Aggregated discovery (`/apis`, `apidiscovery.k8s.io/v2`) against 1.36's: the served
+/// groups come in kube-apiserver's order, and every resource of a served group version
+/// is described as upstream describes it (scope, singular, kind, verbs, short names,
+/// categories, subresources); every group version 1.36 serves is served, except the two
+/// groups the flowcontrol/aggregation work of issue 20 adds alongside.
+#[test]
+fn aggregated_discovery_matches_kube_apiserver() {
+    let s = start();
+    let want = fixture("discovery/apis-aggregated.json");
+    let (code, got) = s.json(
+        "GET",
+        "/apis",
+        "application/json",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        &Value::Null,
+    );
+    assert_eq!(code, 200, "{got}");
+    let names = |doc: &Value| -> Vec<String> {
+        doc["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|g| g["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let (want_groups, got_groups) = (names(&want), names(&got));
+    // groups only coxswain's neighbours serve (custom resources of other tests) are none
+    // here; the served ones keep upstream's order
+    let served_in_upstream_order: Vec<&String> = want_groups
+        .iter()
+        .filter(|g| got_groups.contains(g))
+        .collect();
+    let got_known: Vec<&String> = got_groups
+        .iter()
+        .filter(|g| want_groups.contains(g))
+        .collect();
+    assert_eq!(got_known, served_in_upstream_order, "group order");
+    for g in &want_groups {
+        // added by the flowcontrol and aggregation work merged with this one
+        let later = matches!(
+            g.as_str(),
+            "flowcontrol.apiserver.k8s.io" | "apiregistration.k8s.io"
+        );
+        assert!(later || got_groups.contains(g), "group {g} not served");
+    }
+    let strip = |r: &Value| -> Value {
+        let mut r = r.clone();
+        if let Some(o) = r.as_object_mut() {
+            for k in ["shortNames", "categories", "subresources"] {
+                if o.get(k)
+                    .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+                {
+                    o.remove(k);
+                }
+            }
+        }
+        r
+    };
+    for wg in want["items"].as_array().expect("items") {
+        let name = wg["metadata"]["name"].as_str().unwrap_or("");
+        let Some(gg) = got["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|g| g["metadata"]["name"] == name)
+        else {
+            continue;
+        };
+        for wv in wg["versions"].as_array().expect("versions") {
+            let version = wv["version"].as_str().unwrap_or("");
+            let gv = gg["versions"]
+                .as_array()
+                .expect("versions")
+                .iter()
+                .find(|v| v["version"] == version)
+                .unwrap_or_else(|| panic!("{name}/{version} not served"));
+            for wr in wv["resources"].as_array().expect("resources") {
+                let resource = wr["resource"].as_str().unwrap_or("");
+                let gr = gv["resources"]
+                    .as_array()
+                    .expect("resources")
+                    .iter()
+                    .find(|r| r["resource"] == resource)
+                    .unwrap_or_else(|| panic!("{name}/{version} {resource} not served"));
+                assert_eq!(strip(gr), strip(wr), "{name}/{version} {resource}");
+            }
+            assert_eq!(
+                gv["resources"].as_array().map(Vec::len),
+                wv["resources"].as_array().map(Vec::len),
+                "{name}/{version}: resources served beyond 1.36's"
+            );
+        }
+    }
+}
