@@ -258,3 +258,19 @@ def test_api_resources_match_kube_apiserver(kc):
     extra = sorted(got - want - NOT_SERVED)
     assert not missing, f"not listed by kubectl api-resources: {missing}"
     assert not extra, f"listed but not by kube-apiserver 1.36: {extra}"
+
+
+def test_bindings_collection_binds_the_named_pod(kc, tns):
+    """`bindings` (v1, create only): kubectl creates a Binding, the pod it names is bound."""
+    kc.apply_yaml("create", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unbound"},
+        "spec": {"schedulerName": "e2e-nobody", "containers": [{"name": "c", "image": "busybox"}]},
+    }, "-n", tns)
+    node = kc.json("get", "nodes")["items"][0]["metadata"]["name"]
+    kc.apply_yaml("create", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "unbound"},
+                             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, "-n", tns)
+    assert kc.json("get", "pod", "unbound", "-n", tns)["spec"]["nodeName"] == node
+    cp = kc.apply_yaml("create", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "unbound"},
+                                  "target": {"apiVersion": "v1", "kind": "Node", "name": node}},
+                       "-n", tns, check=False)
+    assert cp.returncode != 0 and "is already assigned to node" in cp.stderr, cp.stderr

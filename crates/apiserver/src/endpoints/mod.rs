@@ -272,6 +272,13 @@ impl Api {
             .unwrap_or("");
         // the access and token reviews: answered, never stored
         if target.resource.strategy.create_only() {
+            // --- `bindings` (core): a POST binds the pod the Binding names
+            if target.resource.group.is_empty() && target.resource.plural == "bindings" {
+                return self
+                    .bind_named(method, &target, query, headers, &body)
+                    .await;
+            }
+            // --- end bindings
             return self.review(method, &target, query, headers, &body).await;
         }
         let rendering = match negotiate::Rendering::negotiate(accept)? {

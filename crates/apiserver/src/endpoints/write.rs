@@ -827,6 +827,39 @@ impl Api {
         Ok(created_success())
     }
 
+    /// POST on the core `bindings` collection: the pod named by the Binding's
+    /// `metadata.name` in the request's namespace is bound as by `pods/<name>/binding`.
+    pub(super) async fn bind_named(
+        &self,
+        method: &axum::http::Method,
+        target: &Target,
+        query: &Query,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> ApiResult<Reply> {
+        if method != axum::http::Method::POST
+            || target.name.is_some()
+            || target.subresource.is_some()
+        {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        let (binding, _) = decode(headers, body, &Expected::object("Binding", "v1", true))?;
+        let name = rest::meta_str(&binding, "name").unwrap_or("").to_string();
+        let pods = crate::registry::catalog::Catalog::builtin()
+            .lookup("", "v1", "pods")
+            .ok_or_else(|| ApiError::internal("pods are not served"))?;
+        let pod = Target {
+            resource: pods,
+            namespace: target.namespace.clone(),
+            name: Some(name),
+            subresource: Some(Subresource::Binding),
+            legacy_watch: false,
+        };
+        self.bind(&pod, query, headers, body).await
+    }
+
     /// PUT or PATCH on `/scale`: `scale` is the new Scale, or `None` with `patch` given.
     pub(crate) async fn update_scale(
         &self,

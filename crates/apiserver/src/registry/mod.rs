@@ -52,6 +52,7 @@ use catalog::{builtin, ResourceDef};
 pub fn builtin_kinds() -> Vec<ResourceDef> {
     use k8s_openapi::api as a;
     vec![
+        builtin::<a::core::v1::Binding>(&core::binding::KIND),
         builtin::<a::core::v1::ConfigMap>(&core::configmap::KIND),
         builtin::<a::core::v1::Endpoints>(&core::endpoints::KIND),
         builtin::<a::core::v1::Event>(&core::event::KIND),

@@ -1,5 +1,6 @@
 //! The core group (`v1`).
 
+pub mod binding;
 pub mod configmap;
 pub mod endpoints;
 pub mod event;
