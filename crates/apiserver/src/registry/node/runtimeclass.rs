@@ -318,11 +318,11 @@ pub(crate) mod admission {
             return true;
         }
         if tol_str(t, "key") != tol_str(ss, "key")
-            && (tol_str(ss, "key") != "" || tol_str(ss, "operator") != "Exists")
+            && (!tol_str(ss, "key").is_empty() || tol_str(ss, "operator") != "Exists")
         {
             return false;
         }
-        if tol_str(t, "effect") != tol_str(ss, "effect") && tol_str(ss, "effect") != "" {
+        if tol_str(t, "effect") != tol_str(ss, "effect") && !tol_str(ss, "effect").is_empty() {
             return false;
         }
         if tol_str(ss, "effect") == "NoExecute" {

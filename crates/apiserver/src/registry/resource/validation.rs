@@ -454,10 +454,8 @@ pub(crate) fn claim_status(e: &mut Errs, claim: &Value, old: &Value) {
     }
     let old_allocation = get(old_status, "allocation");
     match (allocation, old_allocation) {
-        (Some(a), Some(o)) => {
-            if !json_eq(Some(a), Some(o)) {
-                e.invalid("status.allocation", Bad::Json(a.clone()), IMMUTABLE);
-            }
+        (Some(a), Some(o)) if !json_eq(Some(a), Some(o)) => {
+            e.invalid("status.allocation", Bad::Json(a.clone()), IMMUTABLE);
         }
         (Some(a), None) => {
             let names = request_names(

@@ -497,7 +497,7 @@ fn merge_tolerations_table() {
     let short =
         json!({"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10});
     assert_eq!(
-        rc_admission::merge_tolerations(&[short], &[long.clone()]),
+        rc_admission::merge_tolerations(&[short], std::slice::from_ref(&long)),
         vec![long]
     );
 }
