@@ -96,6 +96,18 @@ def objects(suffix: str, namespace: str) -> list[tuple[str, dict]]:
     ]
 
 
+# upstream's printers (the admission policies' tables come with their evaluation work)
+HEADERS = {
+    "validatingwebhookconfigurations": ["NAME", "WEBHOOKS", "AGE"],
+    "mutatingwebhookconfigurations": ["NAME", "WEBHOOKS", "AGE"],
+    "runtimeclasses": ["NAME", "HANDLER", "AGE"],
+    "deviceclasses": ["NAME", "AGE"],
+    "resourceclaims": ["NAME", "STATE", "AGE"],
+    "resourceclaimtemplates": ["NAME", "AGE"],
+    "resourceslices": ["NAME", "NODE", "DRIVER", "POOL", "AGE"],
+}
+
+
 def wait_for(reader: StreamReader, pred, what: str, timeout: float = 30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -116,9 +128,13 @@ def test_round_trip(kc, tns, index):
     got = kc.json("get", resource, name, *ns_args)
     assert got["kind"] == manifest["kind"]
     assert got["metadata"]["name"] == name
-    # list: the table kubectl prints names it
+    # list: the table kubectl prints names it, under upstream's columns
     listed = kc("get", resource, *ns_args).stdout
     assert name in listed, listed
+    if resource in HEADERS:
+        assert listed.splitlines()[0].split() == HEADERS[resource], listed
+    if resource == "resourceclaims":
+        assert listed.splitlines()[1].split()[:2] == [name, "pending"], listed
     # watch: the initial ADDED proves the watch is established, then our update and delete
     proc = kc.popen("get", resource, name, *ns_args, "--watch", "--output-watch-events", "-o", "json")
     try:
