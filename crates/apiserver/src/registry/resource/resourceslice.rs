@@ -183,37 +183,80 @@ pub(crate) mod validation {
                         ),
                     );
                 }
-                for (k, v) in attrs.into_iter().flatten() {
+                for (k, v) in sorted(attrs) {
                     let kp = key(&child(&p, "attributes"), k);
                     dra::qualified_key(e, k, &kp);
-                    let set = ["int", "bool", "string", "version"]
-                        .iter()
-                        .filter(|f| get(v, f).is_some())
-                        .count();
-                    if set != 1 {
-                        // a DeviceAttribute as encoding/json writes it: struct field order
-                        let ordered: Map<String, Value> = ["int", "bool", "string", "version"]
-                            .iter()
-                            .filter_map(|f| get(v, f).map(|x| (f.to_string(), x.clone())))
-                            .collect();
-                        e.invalid(
-                            &kp,
-                            Bad::Json(Value::Object(ordered)),
-                            "exactly one value must be specified",
-                        );
-                    }
-                    if st(v, "string").is_some_and(|sv| sv.len() > 64) {
-                        e.too_long(&child(&kp, "string"), 64);
-                    }
+                    dra::device_attribute(e, v, &kp);
                 }
-                for (k, v) in caps.into_iter().flatten() {
+                let multi = boolean(d, "allowMultipleAllocations") == Some(true);
+                for (k, v) in sorted(caps) {
                     let kp = key(&child(&p, "capacity"), k);
                     dra::qualified_key(e, k, &kp);
                     if get(v, "value").is_none() {
                         e.required(&child(&kp, "value"), "");
                     }
+                    if !multi && get(v, "requestPolicy").is_some() {
+                        e.forbidden(
+                            &child(&kp, "requestPolicy"),
+                            "allowMultipleAllocations must be true",
+                        );
+                    }
+                }
+                per_device_node(e, spec, d, &p);
+            }
+        }
+    }
+
+    /// A map's entries by key (Go's map order is random; sorted answers are stable).
+    fn sorted(m: Option<&Map<String, Value>>) -> Vec<(&String, &Value)> {
+        let mut v: Vec<(&String, &Value)> = m.into_iter().flatten().collect();
+        v.sort_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+
+    /// The node fields of a device: only with `perDeviceNodeSelection`, then exactly one.
+    fn per_device_node(e: &mut Errs, spec: &Value, d: &Value, p: &str) {
+        const ONE: &str = "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec";
+        if boolean(spec, "perDeviceNodeSelection") == Some(true) {
+            let mut set = Vec::new();
+            if let Some(n) = st(d, "nodeName") {
+                if n.is_empty() {
+                    e.invalid(&child(p, "nodeName"), s(n), "must not be empty");
+                } else {
+                    set.push("`nodeName`");
+                    e.each(
+                        &child(p, "nodeName"),
+                        n,
+                        NameRule::Subdomain.check(n, false),
+                    );
                 }
             }
+            if get(d, "nodeSelector").is_some() {
+                set.push("`nodeSelector`");
+            }
+            match boolean(d, "allNodes") {
+                Some(true) => set.push("`allNodes`"),
+                Some(false) => e.invalid(
+                    &child(p, "allNodes"),
+                    Bad::Bool(false),
+                    "must be either unset or set to true",
+                ),
+                None => {}
+            }
+            match set.len() {
+                0 => e.required(p, ONE),
+                1 => {}
+                _ => e.invalid(p, s(&format!("{{{}}}", set.join(", "))), ONE),
+            }
+        } else if ["nodeName", "nodeSelector", "allNodes"]
+            .iter()
+            .any(|f| get(d, f).is_some())
+        {
+            e.invalid(
+                p,
+                Bad::Unstructured(Value::Null),
+                "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+            );
         }
     }
 }

@@ -409,6 +409,109 @@ pub(crate) fn qualified_key(e: &mut Errs, name: &str, path: &str) {
     }
 }
 
+/// `resource.DeviceAttributeMaxValueLength`.
+pub(crate) const MAX_ATTRIBUTE_VALUE: usize = 64;
+
+/// A DeviceAttribute's value fields, in Go struct order.
+const ATTRIBUTE_FIELDS: [&str; 8] = [
+    "int", "bool", "string", "version", "ints", "bools", "strings", "versions",
+];
+
+/// `validateDeviceAttribute`: exactly one value; strings at most 64 bytes; versions
+/// semantic versions; lists not empty.
+pub(crate) fn device_attribute(e: &mut Errs, v: &Value, path: &str) {
+    let set: Vec<&str> = ATTRIBUTE_FIELDS
+        .iter()
+        .copied()
+        .filter(|f| get(v, f).is_some())
+        .collect();
+    if let Some(sv) = st(v, "string") {
+        if sv.len() > MAX_ATTRIBUTE_VALUE {
+            e.too_long(&child(path, "string"), MAX_ATTRIBUTE_VALUE);
+        }
+    }
+    if let Some(ver) = st(v, "version") {
+        version_value(e, ver, &child(path, "version"));
+    }
+    for list in ["bools", "ints", "strings", "versions"] {
+        let Some(items) = arr(v, list) else { continue };
+        let lp = child(path, list);
+        if items.is_empty() {
+            e.invalid(
+                &lp,
+                Bad::Json(Value::Array(Vec::new())),
+                "must not be empty if specified",
+            );
+        }
+        for (i, item) in items.iter().enumerate() {
+            let Some(sv) = item.as_str() else { continue };
+            if list == "strings" && sv.len() > MAX_ATTRIBUTE_VALUE {
+                e.too_long(&index(&lp, i), MAX_ATTRIBUTE_VALUE);
+            }
+            if list == "versions" {
+                version_value(e, sv, &index(&lp, i));
+            }
+        }
+    }
+    match set.len() {
+        0 => e.invalid(path, s(""), "exactly one value must be specified"),
+        1 => {}
+        _ => {
+            // a DeviceAttribute as encoding/json writes it: struct field order
+            let ordered: Map<String, Value> = set
+                .iter()
+                .filter_map(|f| get(v, f).map(|x| (f.to_string(), x.clone())))
+                .collect();
+            e.invalid(
+                path,
+                Bad::Json(Value::Object(ordered)),
+                "exactly one value must be specified",
+            );
+        }
+    }
+}
+
+/// `validateDeviceAttributeVersionValue`: semver 2.0.0, at most 64 bytes.
+fn version_value(e: &mut Errs, v: &str, path: &str) {
+    if !is_semver(v) {
+        e.invalid(
+            path,
+            s(v),
+            "must be a string compatible with semver.org spec 2.0.0",
+        );
+    }
+    if v.len() > MAX_ATTRIBUTE_VALUE {
+        e.too_long(path, MAX_ATTRIBUTE_VALUE);
+    }
+}
+
+/// Upstream's `semverRe`: `MAJOR.MINOR.PATCH[-pre.release][+build.meta]`, no leading
+/// zeros in numeric identifiers.
+pub(crate) fn is_semver(v: &str) -> bool {
+    let numeric = |x: &str| {
+        !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()) && (x == "0" || !x.starts_with('0'))
+    };
+    let ident =
+        |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let (rest, build) = match v.split_once('+') {
+        Some((r, b)) => (r, Some(b)),
+        None => (v, None),
+    };
+    if build.is_some_and(|b| !b.split('.').all(ident)) {
+        return false;
+    }
+    let (core, pre) = match rest.split_once('-') {
+        Some((c, p)) => (c, Some(p)),
+        None => (rest, None),
+    };
+    let pre_ok = pre.is_none_or(|p| {
+        p.split('.')
+            .all(|x| ident(x) && (numeric(x) || x.bytes().any(|b| !b.is_ascii_digit())))
+    });
+    let parts: Vec<&str> = core.split('.').collect();
+    pre_ok && parts.len() == 3 && parts.iter().all(|x| numeric(x))
+}
+
 /// The status checks of a claim (`validateResourceClaimStatusUpdate`): reservations
 /// need an allocation, an allocation is immutable once set, a new one names the
 /// claim's requests.

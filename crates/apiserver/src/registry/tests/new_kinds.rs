@@ -842,3 +842,59 @@ fn resource_slice_validation_table() {
         ["spec.nodeName", "spec.driver"]
     );
 }
+
+#[test]
+fn device_attributes_and_per_device_nodes() {
+    let base = |devices: Value, per_device: bool| {
+        let mut spec = json!({"driver": "dra.example.com", "pool": {"name": "p", "resourceSliceCount": 1}, "devices": devices});
+        if per_device {
+            spec["perDeviceNodeSelection"] = json!(true);
+        } else {
+            spec["allNodes"] = json!(true);
+        }
+        slice(spec)
+    };
+    let long = "x".repeat(65);
+    assert_eq!(
+        causes(DRA, "ResourceSlice", base(json!([{"name": "d", "attributes": {
+            "empty": {}, "long": {"string": long}, "ver": {"version": "1.02.3"}, "ok": {"version": "1.2.3-rc.1+b.5"},
+            "list": {"ints": []}}}]), false), None),
+        vec![
+            "spec.devices[0].attributes[empty]: Invalid value: \"\": exactly one value must be specified",
+            "spec.devices[0].attributes[list].ints: Invalid value: []: must not be empty if specified",
+            "spec.devices[0].attributes[long].string: Too long: may not be more than 64 bytes",
+            "spec.devices[0].attributes[ver].version: Invalid value: \"1.02.3\": must be a string compatible with semver.org spec 2.0.0",
+        ]
+    );
+    assert_eq!(
+        causes(DRA, "ResourceSlice", base(json!([{"name": "d", "nodeName": "n",
+            "capacity": {"mem": {"value": "1Gi", "requestPolicy": {}}}}]), false), None),
+        vec![
+            "spec.devices[0].capacity[mem].requestPolicy: Forbidden: allowMultipleAllocations must be true",
+            "spec.devices[0]: Invalid value: \"null\": `nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+        ]
+    );
+    assert_eq!(
+        causes(DRA, "ResourceSlice", base(json!([{"name": "a", "nodeName": "n"}, {"name": "b"}, {"name": "c", "nodeName": "n", "allNodes": true}]), true), None),
+        vec![
+            "spec.devices[1]: Required value: exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+            "spec.devices[2]: Invalid value: \"{`nodeName`, `allNodes`}\": exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+        ]
+    );
+    for (v, ok) in [
+        ("1.2.3", true),
+        ("0.0.0", true),
+        ("1.2.3-alpha.0.x-y+build.01", true),
+        ("1.2", false),
+        ("01.2.3", false),
+        ("1.2.3-01", false),
+        ("1.2.3+", false),
+        ("v1.2.3", false),
+    ] {
+        assert_eq!(
+            crate::registry::resource::validation::is_semver(v),
+            ok,
+            "{v}"
+        );
+    }
+}
