@@ -290,3 +290,18 @@ def test_bindings_collection_binds_the_named_pod(kc, tns):
                                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}},
                        "-n", tns, check=False)
     assert cp.returncode != 0 and "is already assigned to node" in cp.stderr, cp.stderr
+
+
+@pytest.mark.parametrize("resource,kind", [
+    ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+    ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+    ("runtimeclasses", "RuntimeClass"),
+    ("deviceclasses", "DeviceClass"),
+    ("resourceclaims", "ResourceClaim"),
+    ("resourceclaimtemplates", "ResourceClaimTemplate"),
+    ("resourceslices", "ResourceSlice"),
+])
+def test_explain(kc, resource, kind):
+    """kubectl explain reads the kinds' OpenAPI v3 documents."""
+    out = kc("explain", resource).stdout
+    assert f"KIND:       {kind}" in out, out
