@@ -202,6 +202,24 @@ pub(crate) mod validation {
                         );
                     }
                 }
+                // taints, unless they are as stored
+                let old_device = self.old.and_then(|o| {
+                    o.pointer("/spec/devices")
+                        .and_then(Value::as_array)?
+                        .iter()
+                        .find(|od| st(od, "name") == Some(name))
+                });
+                let taints = items(d, "taints");
+                if old_device.is_none_or(|od| !json_eq(get(od, "taints"), get(d, "taints"))) {
+                    let tp = child(&p, "taints");
+                    if taints.len() > dra::MAX_TAINTS {
+                        e.too_many(&tp, taints.len() as i64, dra::MAX_TAINTS as i64);
+                    } else {
+                        for (j, t) in taints.iter().enumerate() {
+                            dra::device_taint(e, t, &index(&tp, j));
+                        }
+                    }
+                }
                 per_device_node(e, spec, d, &p);
             }
         }

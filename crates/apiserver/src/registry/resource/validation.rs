@@ -27,6 +27,8 @@ pub(crate) const MAX_DEVICES_ADVANCED: usize = 64;
 pub(crate) const MAX_ATTRIBUTES_AND_CAPACITIES: usize = 32;
 /// `resource.PoolNameMaxLength`.
 pub(crate) const MAX_POOL_NAME: usize = 253;
+/// `resource.DeviceTaintsMaxLength`.
+pub(crate) const MAX_TAINTS: usize = 16;
 /// `resource.ResourceClaimReservedForMaxSize`.
 pub(crate) const MAX_RESERVED_FOR: usize = 256;
 /// `resource.AllocationResultsMaxSize`.
@@ -230,7 +232,30 @@ fn allocation_mode(e: &mut Errs, r: &Value, path: &str) {
     }
 }
 
-/// `validateDeviceToleration`.
+/// `validDeviceTaintEffects`, sorted.
+const TAINT_EFFECTS: [&str; 3] = ["NoExecute", "NoSchedule", "None"];
+
+/// `validateDeviceTaint` of a slice's device.
+pub(crate) fn device_taint(e: &mut Errs, t: &Value, p: &str) {
+    let k = st(t, "key").unwrap_or("");
+    e.each(&child(p, "key"), k, qualified_name_errs(k));
+    let v = st(t, "value").unwrap_or("");
+    if !v.is_empty() {
+        e.each(
+            &child(p, "value"),
+            v,
+            apimachinery::names::is_label_value(v),
+        );
+    }
+    let effect = st(t, "effect").unwrap_or("");
+    if effect.is_empty() {
+        e.required(&child(p, "effect"), "");
+    } else if !TAINT_EFFECTS.contains(&effect) {
+        e.not_supported(&child(p, "effect"), js(effect), &TAINT_EFFECTS);
+    }
+}
+
+/// `validateDeviceToleration` (the operator is defaulted to `Equal`).
 fn device_tolerations(e: &mut Errs, list: &[Value], path: &str) {
     for (i, t) in list.iter().enumerate() {
         let p = index(path, i);
@@ -238,33 +263,28 @@ fn device_tolerations(e: &mut Errs, list: &[Value], path: &str) {
         if !k.is_empty() {
             e.each(&child(&p, "key"), k, qualified_name_errs(k));
         }
+        let value = st(t, "value").unwrap_or("");
         match st(t, "operator").unwrap_or("") {
             "Exists" => {
-                if st(t, "value").is_some_and(|v| !v.is_empty()) {
+                if !value.is_empty() {
                     e.invalid(
                         &child(&p, "value"),
-                        s(st(t, "value").unwrap_or("")),
+                        s(value),
                         "must be empty for operator `Exists`",
                     );
                 }
             }
-            "Equal" | "" => {
-                let v = st(t, "value").unwrap_or("");
-                e.each(
-                    &child(&p, "value"),
-                    v,
-                    apimachinery::names::is_label_value(v),
-                );
-            }
+            "Equal" => e.each(
+                &child(&p, "value"),
+                value,
+                apimachinery::names::is_label_value(value),
+            ),
+            "" => e.required(&child(&p, "operator"), ""),
             other => e.not_supported(&child(&p, "operator"), js(other), &["Equal", "Exists"]),
         }
         let effect = st(t, "effect").unwrap_or("");
-        if !effect.is_empty() && !matches!(effect, "NoSchedule" | "NoExecute") {
-            e.not_supported(
-                &child(&p, "effect"),
-                js(effect),
-                &["NoExecute", "NoSchedule"],
-            );
+        if !effect.is_empty() && !TAINT_EFFECTS.contains(&effect) {
+            e.not_supported(&child(&p, "effect"), js(effect), &TAINT_EFFECTS);
         }
     }
 }

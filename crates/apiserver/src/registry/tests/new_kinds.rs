@@ -898,3 +898,43 @@ fn device_attributes_and_per_device_nodes() {
         );
     }
 }
+
+#[test]
+fn device_taints_and_tolerations() {
+    let s = slice(
+        json!({"driver": "dra.example.com", "pool": {"name": "p", "resourceSliceCount": 1}, "allNodes": true,
+        "devices": [{"name": "d", "taints": [
+            {"key": "ok.example.com/k", "value": "v", "effect": "NoExecute"},
+            {"key": "", "effect": ""},
+            {"key": "k", "value": "not ok", "effect": "Later"}]}]}),
+    );
+    assert_eq!(
+        causes(DRA, "ResourceSlice", s.clone(), None),
+        vec![
+            "spec.devices[0].taints[1].key: Invalid value: \"\": name part must be non-empty",
+            "spec.devices[0].taints[1].key: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "spec.devices[0].taints[1].effect: Required value",
+            "spec.devices[0].taints[2].value: Invalid value: \"not ok\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            "spec.devices[0].taints[2].effect: Unsupported value: \"Later\": supported values: \"NoExecute\", \"NoSchedule\", \"None\"",
+        ]
+    );
+    // unchanged taints of a stored slice are not checked again
+    let mut relabelled = s.clone();
+    relabelled["metadata"]["labels"] = json!({"a": "b"});
+    assert!(causes(DRA, "ResourceSlice", relabelled, Some(&s)).is_empty());
+
+    let c = claim(
+        json!([{"name": "gpu", "exactly": {"deviceClassName": "c", "tolerations": [
+        {"key": "k", "operator": "Exists", "value": "v"},
+        {"key": "k", "value": "v", "effect": "None"},
+        {"key": "k", "operator": "Lt", "effect": "Sometimes"}]}}]),
+    );
+    assert_eq!(
+        causes(DRA, "ResourceClaim", c, None),
+        vec![
+            "spec.devices.requests[0].exactly.tolerations[0].value: Invalid value: \"v\": must be empty for operator `Exists`",
+            "spec.devices.requests[0].exactly.tolerations[2].operator: Unsupported value: \"Lt\": supported values: \"Equal\", \"Exists\"",
+            "spec.devices.requests[0].exactly.tolerations[2].effect: Unsupported value: \"Sometimes\": supported values: \"NoExecute\", \"NoSchedule\", \"None\"",
+        ]
+    );
+}
