@@ -49,7 +49,9 @@ pub(crate) mod validation {
                 return;
             }
             if let Some(m) = get(spec, "metadata") {
+                // ValidateTemplateObjectMeta
                 validate_labels(e, obj(m, "labels"), "spec.metadata.labels");
+                validate_annotations(e, obj(m, "annotations"), "spec.metadata.annotations");
             }
             let claim_spec = get(spec, "spec").unwrap_or(&empty);
             let devices = get(claim_spec, "devices").unwrap_or(&empty);

@@ -938,3 +938,37 @@ fn device_taints_and_tolerations() {
         ]
     );
 }
+
+#[test]
+fn resource_claim_template_validation() {
+    let t = |meta: Value, requests: Value| {
+        json!({"metadata": {"name": "t", "namespace": "d"},
+            "spec": {"metadata": meta, "spec": {"devices": {"requests": requests}}}})
+    };
+    let ok = json!([{"name": "gpu", "exactly": {"deviceClassName": "c"}}]);
+    assert!(causes(
+        DRA,
+        "ResourceClaimTemplate",
+        t(json!({"labels": {"a": "b"}}), ok.clone()),
+        None
+    )
+    .is_empty());
+    assert_eq!(
+        causes(DRA, "ResourceClaimTemplate", t(json!({"labels": {"a": "b c"}, "annotations": {"bad key!": "v"}}), json!([{"name": "gpu"}])), None),
+        vec![
+            "spec.metadata.labels: Invalid value: \"b c\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            "spec.metadata.annotations: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "spec.spec.devices.requests[0]: Required value: exactly one of `exactly` or `firstAvailable` is required",
+        ]
+    );
+    // the spec is immutable
+    let old = defaulted(DRA, "ResourceClaimTemplate", t(json!({}), ok.clone()));
+    let mut new = old.clone();
+    new["spec"]["metadata"] = json!({"labels": {"x": "y"}});
+    let got = causes(DRA, "ResourceClaimTemplate", new, Some(&old));
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("spec: Invalid value: ") && got[0].ends_with("field is immutable"));
+    let mut relabelled = old.clone();
+    relabelled["metadata"]["labels"] = json!({"x": "y"});
+    assert!(causes(DRA, "ResourceClaimTemplate", relabelled, Some(&old)).is_empty());
+}
