@@ -274,23 +274,6 @@ const ROWS: &[Row] = &[
         true,
         [true, true, false],
     ),
-    // validating/mutatingWebhookConfigurationStrategy: webhooks changes
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingWebhookConfiguration",
-        "webhooks",
-        true,
-        CONTENT,
-    ),
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingWebhookConfiguration",
-        "webhooks",
-        true,
-        CONTENT,
-    ),
     // runtimeClassStrategy: no generation
     row("node.k8s.io", "v1", "RuntimeClass", "handler", false, NONE),
     // deviceClassStrategy and resourceSliceStrategy: spec changes
