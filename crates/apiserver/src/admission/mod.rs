@@ -19,7 +19,7 @@
 //! outside the lock, then stored only if the object did not change meanwhile (else it is
 //! computed again, as upstream's `GuaranteedUpdate`).
 
-#![allow(dead_code)] // the seam of issue 20: the webhook and policy plugins register next
+pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -45,6 +45,7 @@ pub enum Operation {
     /// `DELETE`.
     Delete,
     /// `CONNECT` (exec, attach, port-forward, proxy).
+    #[allow(dead_code)] // no CONNECT request is admitted yet
     Connect,
 }
 
@@ -100,6 +101,45 @@ pub struct Attributes {
     /// Whether this call is a reinvocation (upstream `ReinvocationContext.IsReinvoke`):
     /// the mutating pass runs again because a later plugin changed the object.
     pub reinvocation: bool,
+    /// What plugins keep about this request between their first call and a reinvocation
+    /// (upstream `ReinvocationContext.Value`); shared by the clones of one request's
+    /// attributes.
+    pub context: RequestContext,
+}
+
+/// Per-request state of the plugins, by plugin name (upstream's reinvocation context
+/// values): shared between the clones of one request's [`Attributes`].
+#[derive(Clone, Default)]
+pub struct RequestContext(
+    Arc<std::sync::Mutex<BTreeMap<&'static str, Box<dyn std::any::Any + Send>>>>,
+);
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestContext")
+    }
+}
+
+impl RequestContext {
+    /// Run `f` on the state `plugin` keeps for this request (created by `Default` on
+    /// first use).
+    pub fn with<T: Default + Send + 'static, R>(
+        &self,
+        plugin: &'static str,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> R {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = map
+            .entry(plugin)
+            .or_insert_with(|| Box::new(T::default()));
+        if !slot.is::<T>() {
+            *slot = Box::new(T::default());
+        }
+        match slot.downcast_mut::<T>() {
+            Some(t) => f(t),
+            None => f(&mut T::default()),
+        }
+    }
 }
 
 impl Attributes {
@@ -128,6 +168,7 @@ impl Attributes {
             dry_run: false,
             user: crate::machinery::user::current(),
             reinvocation: false,
+            context: RequestContext::default(),
         }
     }
 }
@@ -145,6 +186,7 @@ pub struct Outcome {
 /// the phases it takes part in.
 pub trait Plugin: Send + Sync {
     /// The plugin's name (`MutatingAdmissionWebhook`, ...).
+    #[allow(dead_code)] // for logs and metrics
     fn name(&self) -> &'static str;
 
     /// Whether the plugin may act on this request at all (cheap: read from the plugin's
@@ -167,6 +209,16 @@ pub trait Plugin: Send + Sync {
     /// plugin wants to be called again for this request (upstream's reinvocation:
     /// `reinvocationPolicy: IfNeeded`). The default: never.
     fn wants_reinvocation(&self, attrs: &Attributes) -> bool {
+        let _ = attrs;
+        false
+    }
+
+    /// Whether the plugin, though no later plugin changed the object, wants to be called
+    /// again: a plugin dispatching to several parties (the webhooks of a configuration)
+    /// may need one of them called again because a later one of its own changed the
+    /// object. Asked of plugins up to and including the last one that changed the
+    /// object (with `attrs.reinvocation` set). The default: never.
+    fn wants_own_reinvocation(&self, attrs: &Attributes) -> bool {
         let _ = attrs;
         false
     }
@@ -241,8 +293,13 @@ impl Chain {
         if let Some(last) = last_change {
             let mut again = attrs.clone();
             again.reinvocation = true;
-            for p in plugins.iter().take(last) {
-                if p.handles(&again) && p.wants_reinvocation(&again) {
+            for (i, p) in plugins.iter().enumerate().take(last + 1) {
+                if !p.handles(&again) {
+                    continue;
+                }
+                let wants = (i < last && p.wants_reinvocation(&again))
+                    || p.wants_own_reinvocation(&again);
+                if wants {
                     p.admit(&again, obj, &mut out).await?;
                 }
             }

@@ -3,6 +3,7 @@
 mod crd_controller;
 mod policy;
 mod tls;
+mod webhook_resolver;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -431,6 +432,23 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         crds,
         auth,
     ));
+    // dynamic admission, in upstream's order (MutatingAdmissionPolicy,
+    // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)
+    let webhooks = {
+        let weak = Arc::downgrade(&api);
+        crate::admission::webhook::Webhooks::new(
+            store.clone(),
+            Arc::new(webhook_resolver::Resolver {
+                map: config.service_map.clone(),
+                store: store.clone(),
+            }),
+            Arc::new(move || weak.upgrade().map(|a| a.catalog())),
+        )
+    };
+    // (H2) MutatingAdmissionPolicy registers here
+    api.admission.register(webhooks.mutating_plugin());
+    // (H2) ValidatingAdmissionPolicy registers here
+    api.admission.register(webhooks.validating_plugin());
     let crd_controller = Arc::new(crd_controller::CrdController::default());
     api.add_write_hook(
         crate::registry::custom::CRD_RESOURCE,
