@@ -129,9 +129,7 @@ impl RequestContext {
         f: impl FnOnce(&mut T) -> R,
     ) -> R {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = map
-            .entry(plugin)
-            .or_insert_with(|| Box::new(T::default()));
+        let slot = map.entry(plugin).or_insert_with(|| Box::new(T::default()));
         if !slot.is::<T>() {
             *slot = Box::new(T::default());
         }
@@ -297,8 +295,8 @@ impl Chain {
                 if !p.handles(&again) {
                     continue;
                 }
-                let wants = (i < last && p.wants_reinvocation(&again))
-                    || p.wants_own_reinvocation(&again);
+                let wants =
+                    (i < last && p.wants_reinvocation(&again)) || p.wants_own_reinvocation(&again);
                 if wants {
                     p.admit(&again, obj, &mut out).await?;
                 }

@@ -87,9 +87,8 @@ impl Resolver {
                 .get("ports")
                 .and_then(Value::as_array)
                 .and_then(|ps| {
-                    ps.iter().find(|p| {
-                        p.get("name").and_then(Value::as_str).unwrap_or("") == port_name
-                    })
+                    ps.iter()
+                        .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
                 })
                 .and_then(|p| p.get("port").and_then(Value::as_u64))
             else {
@@ -132,9 +131,8 @@ impl Resolver {
                 .get("ports")
                 .and_then(Value::as_array)
                 .and_then(|ps| {
-                    ps.iter().find(|p| {
-                        p.get("name").and_then(Value::as_str).unwrap_or("") == port_name
-                    })
+                    ps.iter()
+                        .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
                 })
                 .and_then(|p| p.get("port").and_then(Value::as_u64))
             else {

@@ -19,3 +19,4 @@ mod reference;
 mod roundtrip;
 mod services;
 mod tables;
+mod webhooks;

@@ -93,7 +93,10 @@ fn endpoint(
     let path = if path.is_empty() { "/" } else { path };
     let path_and_query = format!("{path}?timeout={secs}s");
     let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let dial_host = if bare.contains(':') {
         format!("[{bare}]:{port}")
     } else {
@@ -130,7 +133,10 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Str
 /// Go's wording of a TLS failure.
 fn tls_error(e: &std::io::Error) -> String {
     let text = e.to_string();
-    if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
+    if text.contains("UnknownIssuer")
+        || text.contains("unknown issuer")
+        || text.contains("BadSignature")
+    {
         "tls: failed to verify certificate: x509: certificate signed by unknown authority"
             .to_string()
     } else if text.contains("NotValidForName") || text.contains("not valid for name") {

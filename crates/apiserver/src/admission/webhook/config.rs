@@ -98,24 +98,31 @@ fn client_config(v: Option<&Value>) -> ClientConfig {
     let Some(v) = v else {
         return ClientConfig::default();
     };
-    let service = v.get("service").filter(|s| !s.is_null()).map(|s| ServiceRef {
-        namespace: s
-            .get("namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        name: s.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-        path: s
-            .get("path")
-            .and_then(Value::as_str)
-            .unwrap_or("/")
-            .to_string(),
-        port: s
-            .get("port")
-            .and_then(Value::as_u64)
-            .and_then(|p| u16::try_from(p).ok())
-            .unwrap_or(443),
-    });
+    let service = v
+        .get("service")
+        .filter(|s| !s.is_null())
+        .map(|s| ServiceRef {
+            namespace: s
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            name: s
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            path: s
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_string(),
+            port: s
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(443),
+        });
     let ca_bundle = v.get("caBundle").and_then(Value::as_str).and_then(|b| {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD

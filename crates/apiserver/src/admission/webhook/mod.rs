@@ -222,9 +222,9 @@ impl Webhooks {
                 match crate::machinery::cel::eval_bool(expr, &vars) {
                     Ok(false) => return Ok(None),
                     Ok(true) => {}
-                    Err(e) => errors.push(format!(
-                        "failed to evaluate match condition {name:?}: {e}"
-                    )),
+                    Err(e) => {
+                        errors.push(format!("failed to evaluate match condition {name:?}: {e}"))
+                    }
                 }
             }
             if !errors.is_empty() {
@@ -277,7 +277,8 @@ impl Webhooks {
             .map_err(Failure::Error)?;
         let body = request_value(attrs, target, obj, old.as_ref(), &uid);
         let body = review_of(version, body);
-        let bytes = serde_json::to_vec(&body).map_err(|e| Failure::Error(ApiError::internal(e.to_string())))?;
+        let bytes = serde_json::to_vec(&body)
+            .map_err(|e| Failure::Error(ApiError::internal(e.to_string())))?;
         let answer = client::post(&hook.client, &*self.resolver, hook.timeout, bytes)
             .await
             .map_err(|e| match e {
@@ -288,9 +289,8 @@ impl Webhooks {
                     Failure::Calling(format!("could not get REST client: {m}"))
                 }
             })?;
-        let response = review::verify(version, &uid, mutating, &answer).map_err(|e| {
-            Failure::Calling(format!("received invalid webhook response: {e}"))
-        })?;
+        let response = review::verify(version, &uid, mutating, &answer)
+            .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))?;
         Ok(response)
     }
 }
@@ -342,7 +342,8 @@ fn request_value(
             ),
         )
     };
-    let converted = obj.map(|o| convert(attrs.resource, target, o.clone()).unwrap_or_else(|_| o.clone()));
+    let converted =
+        obj.map(|o| convert(attrs.resource, target, o.clone()).unwrap_or_else(|_| o.clone()));
     review::review(
         "v1",
         &review::ReviewRequest {
@@ -477,15 +478,19 @@ impl Plugin for MutatingWebhook {
     }
 
     fn wants_reinvocation(&self, attrs: &Attributes) -> bool {
-        attrs.context.with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
-            !s.previously_invoked.is_empty() || !s.reinvoke.is_empty()
-        })
+        attrs
+            .context
+            .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                !s.previously_invoked.is_empty() || !s.reinvoke.is_empty()
+            })
     }
 
     fn wants_own_reinvocation(&self, attrs: &Attributes) -> bool {
         attrs
             .context
-            .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| !s.reinvoke.is_empty())
+            .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                !s.reinvoke.is_empty()
+            })
     }
 }
 
@@ -499,21 +504,25 @@ impl MutatingWebhook {
         let w = &self.0;
         let hooks = w.mutating.hooks();
         let round = usize::from(attrs.reinvocation);
-        attrs.context.with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
-            if attrs.reinvocation && s.last_output.as_ref() != Some(&*obj) {
-                // a later plugin changed the object: every reinvocable webhook again
-                s.require_reinvoking_previously_invoked();
-            }
-        });
+        attrs
+            .context
+            .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                if attrs.reinvocation && s.last_output.as_ref() != Some(&*obj) {
+                    // a later plugin changed the object: every reinvocable webhook again
+                    s.require_reinvoking_previously_invoked();
+                }
+            });
         let result = self.dispatch_hooks(&hooks, attrs, obj, out, round).await;
-        attrs.context.with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
-            s.last_output = Some(obj.clone());
-            if attrs.reinvocation {
-                // reinvoked once at most
-                s.reinvoke.clear();
-                s.previously_invoked.clear();
-            }
-        });
+        attrs
+            .context
+            .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                s.last_output = Some(obj.clone());
+                if attrs.reinvocation {
+                    // reinvoked once at most
+                    s.reinvoke.clear();
+                    s.previously_invoked.clear();
+                }
+            });
         result
     }
 
@@ -533,7 +542,9 @@ impl MutatingWebhook {
             if attrs.reinvocation
                 && !attrs
                     .context
-                    .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| s.reinvoke.contains(&hook.uid))
+                    .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                        s.reinvoke.contains(&hook.uid)
+                    })
             {
                 continue;
             }
@@ -548,7 +559,10 @@ impl MutatingWebhook {
                     }
                     crate::admission::warn(resp.warnings.iter().cloned());
                     if !resp.allowed {
-                        Err(Failure::Error(review::denial(&hook.name, resp.result.as_ref())))
+                        Err(Failure::Error(review::denial(
+                            &hook.name,
+                            resp.result.as_ref(),
+                        )))
                     } else {
                         match apply_patch(hook, &resp, &versioned) {
                             Ok(None) => Ok(()),
@@ -582,14 +596,16 @@ impl MutatingWebhook {
                 json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed})
                     .to_string(),
             );
-            attrs.context.with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
-                if changed {
-                    s.require_reinvoking_previously_invoked();
-                }
-                if hook.reinvoke_if_needed && !attrs.reinvocation {
-                    s.previously_invoked.insert(hook.uid.clone());
-                }
-            });
+            attrs
+                .context
+                .with(MUTATING_PLUGIN, |s: &mut ReinvokeState| {
+                    if changed {
+                        s.require_reinvoking_previously_invoked();
+                    }
+                    if hook.reinvoke_if_needed && !attrs.reinvocation {
+                        s.previously_invoked.insert(hook.uid.clone());
+                    }
+                });
             match outcome {
                 Ok(()) => {}
                 Err(Failure::Calling(reason)) if hook.ignore_failures => {
@@ -714,7 +730,9 @@ impl ValidatingWebhook {
                 Err(Failure::Calling(reason)) if hook.ignore_failures => {
                     tracing::warn!(webhook = %hook.name, error = %reason, "Failed calling webhook, failing open");
                     out.audit_annotations.insert(
-                        format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{i}"),
+                        format!(
+                            "failed-open.validating.webhook.admission.k8s.io/round_0_index_{i}"
+                        ),
                         hook.name.clone(),
                     );
                     continue;

@@ -138,7 +138,12 @@ pub struct Response {
 
 /// Check a webhook's answer to the review of `version` with `uid` (upstream
 /// `VerifyAdmissionResponse`).
-pub fn verify(version: &str, uid: &str, mutating: bool, answer: &Value) -> Result<Response, String> {
+pub fn verify(
+    version: &str,
+    uid: &str,
+    mutating: bool,
+    answer: &Value,
+) -> Result<Response, String> {
     let Some(r) = answer.get("response").filter(|r| r.is_object()) else {
         return Err("webhook response was absent".into());
     };
@@ -186,7 +191,10 @@ pub fn verify(version: &str, uid: &str, mutating: bool, answer: &Value) -> Resul
     if got_uid != uid {
         return Err(format!("expected response.uid={uid:?}, got {got_uid:?}"));
     }
-    let av = answer.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let av = answer
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let kind = answer.get("kind").and_then(Value::as_str).unwrap_or("");
     if av != "admission.k8s.io/v1" || kind != "AdmissionReview" {
         let (g, v) = av.rsplit_once('/').unwrap_or(("", av));
@@ -347,7 +355,10 @@ mod tests {
         // a code below 400 is raised to 400; a reason stands in for a missing message
         let e = denial("w", Some(&json!({"code": 200, "reason": "Custom"})));
         assert_eq!((e.code, e.reason), (400, "Custom"));
-        assert_eq!(e.message, "admission webhook \"w\" denied the request: Custom");
+        assert_eq!(
+            e.message,
+            "admission webhook \"w\" denied the request: Custom"
+        );
         let status = e.to_status();
         assert_eq!(status["status"], "Failure");
     }

@@ -69,11 +69,7 @@ impl Rule {
 
     /// Whether the rule selects the request.
     pub fn matches(&self, r: &Request<'_>) -> bool {
-        self.scope(r)
-            && self.operation(r)
-            && self.group(r)
-            && self.version(r)
-            && self.resource(r)
+        self.scope(r) && self.operation(r) && self.group(r) && self.version(r) && self.resource(r)
     }
 
     fn scope(&self, r: &Request<'_>) -> bool {
@@ -172,7 +168,12 @@ mod tests {
             groups: s(&["*"]),
             ..Rule::default()
         };
-        check("wildcard", |x| r.group(x), &[a("g", "v", "r", "", "CREATE")], &[]);
+        check(
+            "wildcard",
+            |x| r.group(x),
+            &[a("g", "v", "r", "", "CREATE")],
+            &[],
+        );
         let r = Rule {
             groups: s(&["g1", "g2"]),
             ..Rule::default()
@@ -180,8 +181,14 @@ mod tests {
         check(
             "exact",
             |x| r.group(x),
-            &[a("g1", "v", "r", "", "CREATE"), a("g2", "v2", "r3", "", "CREATE")],
-            &[a("g3", "v", "r", "", "CREATE"), a("g4", "v", "r", "", "CREATE")],
+            &[
+                a("g1", "v", "r", "", "CREATE"),
+                a("g2", "v2", "r3", "", "CREATE"),
+            ],
+            &[
+                a("g3", "v", "r", "", "CREATE"),
+                a("g4", "v", "r", "", "CREATE"),
+            ],
         );
     }
 
@@ -191,7 +198,12 @@ mod tests {
             versions: s(&["*"]),
             ..Rule::default()
         };
-        check("wildcard", |x| r.version(x), &[a("g", "v", "r", "", "CREATE")], &[]);
+        check(
+            "wildcard",
+            |x| r.version(x),
+            &[a("g", "v", "r", "", "CREATE")],
+            &[],
+        );
         let r = Rule {
             versions: s(&["v1", "v2"]),
             ..Rule::default()
@@ -199,8 +211,14 @@ mod tests {
         check(
             "exact",
             |x| r.version(x),
-            &[a("g1", "v1", "r", "", "CREATE"), a("g2", "v2", "r", "", "CREATE")],
-            &[a("g1", "v3", "r", "", "CREATE"), a("g2", "v4", "r", "", "CREATE")],
+            &[
+                a("g1", "v1", "r", "", "CREATE"),
+                a("g2", "v2", "r", "", "CREATE"),
+            ],
+            &[
+                a("g1", "v3", "r", "", "CREATE"),
+                a("g2", "v4", "r", "", "CREATE"),
+            ],
         );
     }
 
@@ -238,15 +256,27 @@ mod tests {
         check(
             "no subresources",
             |x| r.resource(x),
-            &[a("g", "v", "r", "", "CREATE"), a("2", "v", "r2", "", "CREATE")],
-            &[a("g", "v", "r", "exec", "CREATE"), a("2", "v", "r2", "proxy", "CREATE")],
+            &[
+                a("g", "v", "r", "", "CREATE"),
+                a("2", "v", "r2", "", "CREATE"),
+            ],
+            &[
+                a("g", "v", "r", "exec", "CREATE"),
+                a("2", "v", "r2", "proxy", "CREATE"),
+            ],
         );
         let r = rule(&["r/*"]);
         check(
             "r & subresources",
             |x| r.resource(x),
-            &[a("g", "v", "r", "", "CREATE"), a("g", "v", "r", "exec", "CREATE")],
-            &[a("2", "v", "r2", "", "CREATE"), a("2", "v", "r2", "proxy", "CREATE")],
+            &[
+                a("g", "v", "r", "", "CREATE"),
+                a("g", "v", "r", "exec", "CREATE"),
+            ],
+            &[
+                a("2", "v", "r2", "", "CREATE"),
+                a("2", "v", "r2", "proxy", "CREATE"),
+            ],
         );
         let r = rule(&["r/*", "r2"]);
         check(
@@ -278,7 +308,10 @@ mod tests {
         check(
             "everything",
             |x| r.resource(x),
-            &[a("g", "v", "r", "", "CREATE"), a("g", "v", "r", "status", "CREATE")],
+            &[
+                a("g", "v", "r", "", "CREATE"),
+                a("g", "v", "r", "status", "CREATE"),
+            ],
             &[],
         );
     }
@@ -296,8 +329,14 @@ mod tests {
             a("", "v1", "namespaces", "", "CREATE"),
             a("", "v1", "namespaces", "finalize", "CREATE"),
         ];
-        let cluster = [c("g", "v", "r", "", "CREATE"), c("g", "v", "r", "exec", "CREATE")];
-        let namespaced = [a("g", "v", "r", "", "CREATE"), a("g", "v", "r", "exec", "CREATE")];
+        let cluster = [
+            c("g", "v", "r", "", "CREATE"),
+            c("g", "v", "r", "exec", "CREATE"),
+        ];
+        let namespaced = [
+            a("g", "v", "r", "", "CREATE"),
+            a("g", "v", "r", "exec", "CREATE"),
+        ];
         let r = rule("Cluster");
         let yes: Vec<_> = cluster.iter().chain(&namespaces).copied().collect();
         check("cluster scope", |x| r.scope(x), &yes, &namespaced);
@@ -316,8 +355,14 @@ mod tests {
 
     #[test]
     fn admission_configuration_kinds_are_exempt() {
-        assert!(is_exempt("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"));
-        assert!(is_exempt("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"));
+        assert!(is_exempt(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration"
+        ));
+        assert!(is_exempt(
+            "admissionregistration.k8s.io",
+            "MutatingAdmissionPolicyBinding"
+        ));
         assert!(!is_exempt("admissionregistration.k8s.io", "Other"));
         assert!(!is_exempt("", "Pod"));
     }
