@@ -250,7 +250,10 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        // `reason` is omitted when empty, as Go's `omitempty` (a webhook's denial without one)
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         let mut details = Map::new();
         if let Some(n) = &self.name {
             details.insert("name".into(), json!(n));

@@ -77,12 +77,20 @@ impl Api {
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
         let write_opts = WriteOptions::parse(query)?;
-        let (eviction, _) = decode(
+        let (mut eviction, _) = decode(
             headers,
             body,
             &Expected::object("Eviction", "policy/v1", true),
         )?;
         rules::check_body(&name, &eviction)?;
+        // dynamic admission: a CREATE of pods/eviction with the Eviction as its object
+        self.admit_subresource_create(
+            target,
+            &write_opts,
+            ("policy", "v1", "Eviction"),
+            &mut eviction,
+        )
+        .await?;
         let given = propagate_dry_run(&eviction, write_opts.dry_run.then_some("All"))?;
         let given = serde_json::from_value(given)
             .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;

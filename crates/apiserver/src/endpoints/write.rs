@@ -464,6 +464,38 @@ impl Api {
         self.store.get(&key, name).and_then(|o| o.value().ok())
     }
 
+    /// Dynamic admission of a CREATE on a subresource that carries its own kind
+    /// (`pods/binding` a Binding, `pods/eviction` an Eviction): the mutating, then the
+    /// validating phase on that object.
+    pub(super) async fn admit_subresource_create(
+        &self,
+        target: &Target,
+        opts: &WriteOptions,
+        (group, version, kind): (&str, &str, &str),
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        let name = target.name.clone().unwrap_or_default();
+        let mut attrs = self.admission_attributes(
+            target,
+            crate::admission::Operation::Create,
+            &name,
+            options_object("CreateOptions", opts),
+            opts.dry_run,
+        );
+        attrs.kind = crate::admission::Gvk {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        };
+        if !self.admission.handles(&attrs) {
+            return Ok(());
+        }
+        let mut out = self.admission.admit(&attrs, obj).await?;
+        self.admission.validate(&attrs, Some(obj), &mut out).await?;
+        crate::admission::warn(out.warnings);
+        Ok(())
+    }
+
     /// The LimitRanges stored in `namespace` (LimitRanger admission).
     fn limit_ranges(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
         let Some(ns) = namespace else {
@@ -557,7 +589,17 @@ impl Api {
         let name = target.name.clone().unwrap_or_default();
         let mut admission =
             self.admission_attributes(target, operation, &name, options, opts.dry_run);
-        if !self.admission.handles(&admission) {
+        // the scale subresource is admitted as its autoscaling/v1 Scale
+        let scale = sub == Some(Subresource::Scale);
+        if scale {
+            admission.kind = crate::admission::Gvk {
+                group: "autoscaling".into(),
+                version: "v1".into(),
+                kind: "Scale".into(),
+            };
+        }
+        // a binding is admitted as its Binding, before this (`bind`)
+        if sub == Some(Subresource::Binding) || !self.admission.handles(&admission) {
             return self
                 .store_update_locked(target, opts, precondition, compute)
                 .await;
@@ -580,12 +622,26 @@ impl Api {
             let old = crate::registry::versions::present_value(def, current.value()?)?;
             let mut incoming = compute(&old)?;
             rest::default_object(def, &mut incoming, Phase::Scheme);
-            admission.old_object = Some(old);
-            let mut out = self.admission.admit(&admission, &mut incoming).await?;
+            let mut out = if scale {
+                admission.old_object = Some(super::read::scale_of(def, &old));
+                let mut view = super::read::scale_of(def, &incoming);
+                let out = self.admission.admit(&admission, &mut view).await?;
+                // a replica count a plugin changed goes into the object
+                if let Some(r) = view.pointer("/spec/replicas").and_then(Value::as_i64) {
+                    set_scale_replicas(def, &mut incoming, r);
+                }
+                out
+            } else {
+                admission.old_object = Some(old);
+                self.admission.admit(&admission, &mut incoming).await?
+            };
             let would = self
                 .store_update_locked(target, &dry, Some(current.rv), |_| Ok(incoming.clone()))
                 .await?;
-            let would = crate::registry::versions::present_value(def, would.value()?)?;
+            let mut would = crate::registry::versions::present_value(def, would.value()?)?;
+            if scale {
+                would = super::read::scale_of(def, &would);
+            }
             self.admission
                 .validate(&admission, Some(&would), &mut out)
                 .await?;
@@ -819,6 +875,10 @@ impl Api {
         let opts = WriteOptions::parse(query)?;
         let (binding, _) = decode(headers, body, &Expected::object("Binding", "v1", true))?;
         let name = target.name.clone().unwrap_or_default();
+        let mut binding = binding;
+        // dynamic admission: a CREATE of pods/binding with the Binding as its object
+        self.admit_subresource_create(target, &opts, ("", "v1", "Binding"), &mut binding)
+            .await?;
         def.strategy.check_binding(&name, &binding)?;
         self.store_update(target, &opts, None, |old| {
             def.strategy.bind(&name, old, &binding)
@@ -892,18 +952,7 @@ impl Api {
                     (None, None) => 0,
                 };
                 let mut new = old.clone();
-                match def.custom.and_then(|c| c.scale.as_ref()) {
-                    Some(paths) => crate::registry::custom::set_at_path(
-                        &mut new,
-                        &paths.spec_replicas,
-                        json!(replicas),
-                    ),
-                    None => {
-                        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                            spec.insert("replicas".into(), json!(replicas));
-                        }
-                    }
-                }
+                set_scale_replicas(def, &mut new, replicas);
                 Ok(new)
             })
             .await?;
@@ -1083,4 +1132,19 @@ pub(super) fn options_object(kind: &str, opts: &WriteOptions) -> Value {
         o.insert("fieldManager".into(), json!(m));
     }
     Value::Object(o)
+}
+
+/// Set the replica count a Scale writes into `obj` (`spec.replicas`, or the path a
+/// CRD's scale subresource names).
+fn set_scale_replicas(def: &ResourceDef, obj: &mut Value, replicas: i64) {
+    match def.custom.and_then(|c| c.scale.as_ref()) {
+        Some(paths) => {
+            crate::registry::custom::set_at_path(obj, &paths.spec_replicas, json!(replicas))
+        }
+        None => {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("replicas".into(), json!(replicas));
+            }
+        }
+    }
 }

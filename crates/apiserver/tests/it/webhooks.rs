@@ -858,3 +858,141 @@ fn equivalent_versions_and_service_references() {
         "Internal error occurred: failed calling webhook \"missing.example.com\": failed to call webhook: Post \"https://nowhere.default.svc:443/?timeout=10s\": service \"nowhere\" not found"
     );
 }
+
+#[test]
+fn subresources_are_admitted_with_their_own_objects() {
+    let hooks = Hooks::start(vec![
+        (
+            "/scale",
+            handler(|r| {
+                let ok = r["request"]["object"]["spec"]["replicas"]
+                    .as_i64()
+                    .unwrap_or(0)
+                    <= 5;
+                json!({"allowed": ok, "status": {"message": "at most 5 replicas"}})
+            }),
+        ),
+        ("/evict", deny("no evictions")),
+        ("/bind", deny("no bindings")),
+    ]);
+    let s = common::start();
+    namespace(&s, "sub", json!({}));
+    let (code, dep) = post(
+        &s,
+        "/apis/apps/v1/namespaces/sub/deployments",
+        json!({"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+               "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+    );
+    assert_eq!(code, 201, "{dep}");
+    let rule = |ops: &str, res: &str| json!([{"operations": [ops], "apiGroups": ["*"], "apiVersions": ["*"], "resources": [res]}]);
+    validating(
+        &s,
+        "subresources",
+        vec![
+            webhook(
+                "scale.example.com",
+                hooks.client_config("/scale"),
+                rule("UPDATE", "deployments/scale"),
+            ),
+            webhook(
+                "evict.example.com",
+                hooks.client_config("/evict"),
+                rule("CREATE", "pods/eviction"),
+            ),
+            webhook(
+                "bind.example.com",
+                hooks.client_config("/bind"),
+                rule("CREATE", "pods/binding"),
+            ),
+        ],
+    );
+    let scale = |n: i64| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+               "metadata": {"name": "d", "namespace": "sub"}, "spec": {"replicas": n}})
+    };
+    let (code, v) = s.json(
+        "PUT",
+        "/apis/apps/v1/namespaces/sub/deployments/d/scale",
+        JSON,
+        JSON,
+        &scale(3),
+    );
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["spec"]["replicas"], 3);
+    let (code, status) = s.json(
+        "PUT",
+        "/apis/apps/v1/namespaces/sub/deployments/d/scale",
+        JSON,
+        JSON,
+        &scale(10),
+    );
+    // no code in the webhook's status: 400, no reason (upstream `ToStatusErr`)
+    assert_eq!(code, 400, "{status}");
+    assert!(status.get("reason").is_none(), "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"scale.example.com\" denied the request: at most 5 replicas"
+    );
+    let r = &hooks.reviews("/scale")[1]["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        r["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(r["subResource"], "scale");
+    assert_eq!(r["object"]["kind"], "Scale");
+    assert_eq!(r["object"]["spec"]["replicas"], 10);
+    assert_eq!(r["oldObject"]["kind"], "Scale");
+    assert_eq!(r["oldObject"]["spec"]["replicas"], 3);
+
+    let (code, pod) = post(
+        &s,
+        "/api/v1/namespaces/sub/pods",
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    assert_eq!(code, 201, "{pod}");
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/sub/pods/p/eviction",
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "sub"}}),
+    );
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"evict.example.com\" denied the request: no evictions"
+    );
+    let r = &hooks.reviews("/evict")[0]["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(r["operation"], "CREATE");
+    assert_eq!(r["subResource"], "eviction");
+    assert_eq!(r["object"]["kind"], "Eviction");
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/sub/pods/p/binding",
+        json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}),
+    );
+    assert_eq!(code, 403, "{status}");
+    let r = &hooks.reviews("/bind")[0]["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "", "version": "v1", "kind": "Binding"})
+    );
+    assert_eq!(r["object"]["target"]["name"], "n1");
+    assert_eq!(r["oldObject"], Value::Null);
+    // the pod is neither evicted nor bound
+    let (_, p) = s.json(
+        "GET",
+        "/api/v1/namespaces/sub/pods/p",
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert!(p["spec"]["nodeName"].is_null(), "{p}");
+}

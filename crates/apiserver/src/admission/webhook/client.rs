@@ -159,6 +159,23 @@ fn dial_error(addr: &str, e: &std::io::Error) -> String {
     }
 }
 
+/// Connect to `addr` (`host:port`), each resolved address in turn, as Go's dialer: the
+/// error names the last address tried.
+async fn dial(addr: &str) -> Result<tokio::net::TcpStream, String> {
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| format!("dial tcp: lookup {addr}: {e}"))?
+        .collect();
+    let mut last = format!("dial tcp: lookup {addr}: no such host");
+    for a in addrs {
+        match tokio::net::TcpStream::connect(a).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = dial_error(&a.to_string(), &e),
+        }
+    }
+    Err(last)
+}
+
 /// POST `body` (an AdmissionReview) to the webhook; the parsed JSON answer. The whole
 /// call (dial, TLS, request, answer) is bounded by `timeout` (`context deadline
 /// exceeded` after it).
@@ -185,9 +202,9 @@ async fn exchange(cc: &ClientConfig, ep: Endpoint, body: Vec<u8>) -> Result<Valu
     let tls = tls_config(cc.ca_bundle.as_deref()).map_err(|e| format!("Post \"{url}\": {e}"))?;
     let server_name = rustls::pki_types::ServerName::try_from(ep.server_name.clone())
         .map_err(|e| format!("Post \"{url}\": invalid server name: {e}"))?;
-    let tcp = tokio::net::TcpStream::connect(addr.as_str())
+    let tcp = dial(&addr)
         .await
-        .map_err(|e| format!("Post \"{url}\": {}", dial_error(&addr, &e)))?;
+        .map_err(|e| format!("Post \"{url}\": {e}"))?;
     let _ = tcp.set_nodelay(true);
     let stream = tokio_rustls::TlsConnector::from(tls)
         .connect(server_name, tcp)
