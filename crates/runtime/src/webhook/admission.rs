@@ -1,7 +1,7 @@
 //! `AdmissionReview` v1 wire types, the response constructors and request decoding.
 //!
 //! Semantics follow controller-runtime's `pkg/webhook/admission`: bad requests are answered
-//! with HTTP 200 and a denied response whose `result.code` is 400 (or 413 for a too large
+//! with HTTP 200 and a denied response whose `status.code` is 400 (or 413 for a too large
 //! body), and a mutating webhook's answer carries a base64 JSON Patch with
 //! `patchType: JSONPatch`, or no patch at all when nothing changed.
 
@@ -140,7 +140,7 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// The subset of `metav1.Status` an admission response carries as `result`.
+/// The subset of `metav1.Status` an admission response carries as `status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     /// HTTP-like code: 200 when allowed, 403 when denied, 400/500 on errors.
@@ -170,8 +170,15 @@ pub struct AdmissionResponse {
     pub uid: String,
     /// Whether the request is admitted.
     pub allowed: bool,
-    /// Details; the server fills in code 200 when a handler leaves it unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Details; the server fills in code 200 when a handler leaves it unset. On the wire
+    /// `status` (Go's `Result` field is tagged `json:"status"`; the API server reads the
+    /// denial's message there); `result` is accepted when reading.
+    #[serde(
+        default,
+        rename = "status",
+        alias = "result",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub result: Option<Status>,
     /// The JSON Patch to apply, as JSON bytes (base64 on the wire).
     #[serde(

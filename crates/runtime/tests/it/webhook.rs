@@ -322,7 +322,7 @@ async fn mutating_webhooks_answer_with_json_patches() {
     let response = &review["response"];
     assert_eq!(response["uid"], "uid-pod");
     assert_eq!(response["allowed"], true);
-    assert_eq!(response["result"]["code"], 200);
+    assert_eq!(response["status"]["code"], 200);
     let mut patched = original.clone();
     json_patch::patch(&mut patched, &decoded_patch(response)).unwrap();
     let mut want = original;
@@ -421,7 +421,7 @@ async fn validating_webhooks_allow_and_deny() {
         .await;
     assert_eq!(
         review["response"],
-        json!({"uid": "a1", "allowed": true, "result": {"code": 200}})
+        json!({"uid": "a1", "allowed": true, "status": {"code": 200}})
     );
 
     let review = running
@@ -446,7 +446,7 @@ async fn validating_webhooks_allow_and_deny() {
         review["response"],
         json!({
             "uid": "d1", "allowed": false,
-            "result": {"code": 403, "reason": "Forbidden", "message": "passwords belong in Secrets"},
+            "status": {"code": 403, "reason": "Forbidden", "message": "passwords belong in Secrets"},
             "warnings": ["see the docs"],
         })
     );
@@ -463,7 +463,7 @@ async fn validating_webhooks_allow_and_deny() {
         )
         .await;
     assert_eq!(
-        review["response"]["result"],
+        review["response"]["status"],
         json!({"code": 422, "reason": "Invalid", "message": "frozen"})
     );
 
@@ -475,7 +475,7 @@ async fn validating_webhooks_allow_and_deny() {
         .await;
     assert_eq!(review["response"]["allowed"], false);
     assert_eq!(
-        review["response"]["result"]["message"],
+        review["response"]["status"]["message"],
         "cm may not be deleted"
     );
 
@@ -525,7 +525,7 @@ async fn bad_requests_and_panics_are_answered_and_the_server_goes_on() {
         let review: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(review["kind"], "AdmissionReview");
         assert_eq!(review["response"]["allowed"], false, "{review}");
-        assert_eq!(review["response"]["result"]["code"], 400, "{review}");
+        assert_eq!(review["response"]["status"]["code"], 400, "{review}");
     }
     let (status, _) = running
         .post("/nowhere", "application/json", b"{}".to_vec())
@@ -541,9 +541,9 @@ async fn bad_requests_and_panics_are_answered_and_the_server_goes_on() {
         .await;
     assert_eq!(review["response"]["uid"], "p1");
     assert_eq!(review["response"]["allowed"], false);
-    assert_eq!(review["response"]["result"]["code"], 500);
+    assert_eq!(review["response"]["status"]["code"], 500);
     assert_eq!(
-        review["response"]["result"]["message"],
+        review["response"]["status"]["message"],
         "panic: validator exploded [recovered]"
     );
     // ...and the next requests are served as usual.
