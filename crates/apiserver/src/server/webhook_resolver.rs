@@ -38,7 +38,7 @@ fn join(host: &str, port: u64) -> String {
 }
 
 impl Resolver {
-    fn from_store(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
+    fn in_cluster(&self, namespace: &str, name: &str, port: u16) -> Result<String, String> {
         let not_found = || format!("service \"{name}\" not found");
         let svc = self
             .store
@@ -158,6 +158,6 @@ impl ServiceResolver for Resolver {
         if let Some(target) = self.map.resolve(namespace, name, port) {
             return Ok(target.to_string());
         }
-        self.from_store(namespace, name, port)
+        self.in_cluster(namespace, name, port)
     }
 }
