@@ -46,6 +46,7 @@ impl Hooks {
             "127.0.0.1".to_string(),
             "localhost".to_string(),
             "hook.default.svc".to_string(),
+            "external.default.svc".to_string(),
         ])
         .expect("params");
         let key = KeyPair::generate().expect("key");
@@ -995,4 +996,86 @@ fn subresources_are_admitted_with_their_own_objects() {
         &Value::Null,
     );
     assert!(p["spec"]["nodeName"].is_null(), "{p}");
+}
+
+#[test]
+fn unmapped_services_are_reached_through_their_loopback_endpoints_or_external_name() {
+    let hooks = Hooks::start(vec![("/deny", deny("from the cluster's service"))]);
+    let s = common::start();
+    namespace(&s, "svc", json!({}));
+    // a selectorless Service whose EndpointSlice points at the webhook on this host
+    let (code, v) = post(
+        &s,
+        "/api/v1/namespaces/default/services",
+        json!({"metadata": {"name": "hook"}, "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 9443}]}}),
+    );
+    assert_eq!(code, 201, "{v}");
+    let (code, v) = post(
+        &s,
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        json!({"metadata": {"name": "hook-1", "labels": {"kubernetes.io/service-name": "hook"}},
+               "addressType": "IPv4",
+               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+               "ports": [{"name": "https", "port": hooks.port, "protocol": "TCP"}]}),
+    );
+    assert_eq!(code, 201, "{v}");
+    let hook = |name: &str, service: &str, port: u16| {
+        let mut h = webhook(
+            name,
+            json!({"service": {"namespace": "default", "name": service, "path": "/deny", "port": port},
+                   "caBundle": hooks.ca_b64}),
+            configmap_rules(&["CREATE"]),
+        );
+        h["objectSelector"] = json!({"matchLabels": {"via": service}});
+        h
+    };
+    // an ExternalName Service: its name, on the reference's port
+    let (code, v) = post(
+        &s,
+        "/api/v1/namespaces/default/services",
+        json!({"metadata": {"name": "external"}, "spec": {"type": "ExternalName", "externalName": "localhost"}}),
+    );
+    assert_eq!(code, 201, "{v}");
+    validating(
+        &s,
+        "in-cluster",
+        vec![
+            hook("slice.example.com", "hook", 443),
+            hook("external.example.com", "external", hooks.port),
+            {
+                let mut h = hook("noport.example.com", "hook", 8443);
+                h["objectSelector"] = json!({"matchLabels": {"via": "noport"}});
+                h
+            },
+        ],
+    );
+    // a port the Service does not have
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/svc/configmaps",
+        json!({"metadata": {"name": "noport", "labels": {"via": "noport"}}}),
+    );
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(
+        status["message"],
+        "Internal error occurred: failed calling webhook \"noport.example.com\": failed to call webhook: Post \"https://hook.default.svc:8443/deny?timeout=10s\": no service port 8443 found for service \"hook\""
+    );
+    for (service, webhook) in [
+        ("hook", "slice.example.com"),
+        ("external", "external.example.com"),
+    ] {
+        let (code, status) = post(
+            &s,
+            "/api/v1/namespaces/svc/configmaps",
+            json!({"metadata": {"name": service, "labels": {"via": service}}}),
+        );
+        assert_eq!(code, 403, "{status}");
+        assert_eq!(
+            status["message"],
+            format!(
+                "admission webhook \"{webhook}\" denied the request: from the cluster's service"
+            )
+        );
+    }
+    assert_eq!(hooks.reviews("/deny").len(), 2);
 }

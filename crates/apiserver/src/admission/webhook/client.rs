@@ -131,7 +131,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Str
 }
 
 /// Go's wording of a TLS failure.
-fn tls_error(e: &std::io::Error) -> String {
+fn tls_error(e: &std::io::Error, server_name: &str) -> String {
     let text = e.to_string();
     if text.contains("UnknownIssuer")
         || text.contains("unknown issuer")
@@ -140,7 +140,9 @@ fn tls_error(e: &std::io::Error) -> String {
         "tls: failed to verify certificate: x509: certificate signed by unknown authority"
             .to_string()
     } else if text.contains("NotValidForName") || text.contains("not valid for name") {
-        format!("tls: failed to verify certificate: x509: certificate is not valid for the requested name ({text})")
+        format!(
+            "tls: failed to verify certificate: x509: certificate is not valid for {server_name}"
+        )
     } else if text.contains("Expired") {
         "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
             .to_string()
@@ -200,6 +202,7 @@ async fn exchange(cc: &ClientConfig, ep: Endpoint, body: Vec<u8>) -> Result<Valu
     let url = &ep.url;
     let addr = ep.dial.map_err(|e| format!("Post \"{url}\": {e}"))?;
     let tls = tls_config(cc.ca_bundle.as_deref()).map_err(|e| format!("Post \"{url}\": {e}"))?;
+    let name = ep.server_name.clone();
     let server_name = rustls::pki_types::ServerName::try_from(ep.server_name.clone())
         .map_err(|e| format!("Post \"{url}\": invalid server name: {e}"))?;
     let tcp = dial(&addr)
@@ -209,7 +212,7 @@ async fn exchange(cc: &ClientConfig, ep: Endpoint, body: Vec<u8>) -> Result<Valu
     let stream = tokio_rustls::TlsConnector::from(tls)
         .connect(server_name, tcp)
         .await
-        .map_err(|e| format!("Post \"{url}\": {}", tls_error(&e)))?;
+        .map_err(|e| format!("Post \"{url}\": {}", tls_error(&e, &name)))?;
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
