@@ -23,6 +23,7 @@
 
 pub mod client;
 pub mod config;
+pub mod matchers;
 pub mod review;
 pub mod rules;
 
@@ -35,7 +36,6 @@ use crate::admission::{Attributes, BoxFuture, Operation, Outcome, Plugin};
 use crate::machinery::user::UserInfo;
 use crate::registry::catalog::{Catalog, ResourceDef};
 use crate::storage::store::Store;
-use apimachinery::selector::LabelSelector;
 use apimachinery::status::{qualify, ApiError, ApiResult};
 
 pub use client::ServiceResolver;
@@ -127,25 +127,6 @@ impl Webhooks {
         })
     }
 
-    /// The labels of the request's namespace (upstream namespace matcher's
-    /// `GetNamespaceLabels`): a Namespace's own labels on its create or update.
-    fn namespace_labels(
-        &self,
-        attrs: &Attributes,
-        obj: Option<&Value>,
-    ) -> ApiResult<serde_json::Map<String, Value>> {
-        let r = attrs.resource;
-        let creates_or_updates = matches!(attrs.operation, Operation::Create | Operation::Update);
-        if is_namespaces(r) && attrs.subresource.is_none() && creates_or_updates {
-            return Ok(labels(obj));
-        }
-        let ns = effective_namespace(attrs);
-        match self.store.get("/namespaces", ns) {
-            Some(o) => Ok(labels(o.value().ok().as_ref())),
-            None => Err(ApiError::not_found("", "namespaces", ns)),
-        }
-    }
-
     /// Whether `hook` is called for the request, and as which resource (upstream
     /// `ShouldCallHook`).
     fn should_call(
@@ -154,28 +135,23 @@ impl Webhooks {
         attrs: &Attributes,
         obj: Option<&Value>,
     ) -> ApiResult<Option<&'static ResourceDef>> {
-        // namespace selector
-        let ns = effective_namespace(attrs);
-        let ns_match: ApiResult<bool> = if ns.is_empty() && !is_namespaces(attrs.resource) {
-            Ok(true)
-        } else {
-            match &hook.namespace_selector {
-                Err(e) => Err(ApiError::internal(e.clone())),
-                Ok(sel) if sel.is_empty() => Ok(true),
-                Ok(sel) => self
-                    .namespace_labels(attrs, obj)
-                    .map(|l| sel.matches_map(&l)),
-            }
+        let ns_req = matchers::NamespaceRequest {
+            namespaces: is_namespaces(attrs.resource),
+            subresource: attrs.subresource.unwrap_or(""),
+            operation: attrs.operation.as_str(),
+            namespace: effective_namespace(attrs),
+            object: obj,
         };
+        let ns_match = matchers::match_namespace_selector(&hook.namespace_selector, &ns_req, |n| {
+            self.store
+                .get("/namespaces", n)
+                .and_then(|o| o.value().ok())
+        });
         if matches!(ns_match, Ok(false)) {
             return Ok(None);
         }
-        // object selector: the new or the old object's labels
-        let obj_match: ApiResult<bool> = match &hook.object_selector {
-            Err(e) => Err(ApiError::internal(e.clone())),
-            Ok(sel) if sel.is_empty() => Ok(true),
-            Ok(sel) => Ok(selects(sel, obj) || selects(sel, attrs.old_object.as_ref())),
-        };
+        let obj_match =
+            matchers::match_object_selector(&hook.object_selector, obj, attrs.old_object.as_ref());
         if matches!(obj_match, Ok(false)) {
             return Ok(None);
         }
@@ -401,20 +377,6 @@ fn request_of<'a>(attrs: &'a Attributes, def: &'static ResourceDef) -> rules::Re
         subresource: attrs.subresource.unwrap_or(""),
         namespace: effective_namespace(attrs),
         operation: attrs.operation.as_str(),
-    }
-}
-
-fn labels(obj: Option<&Value>) -> serde_json::Map<String, Value> {
-    obj.and_then(|o| o.pointer("/metadata/labels"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn selects(sel: &LabelSelector, obj: Option<&Value>) -> bool {
-    match obj {
-        Some(o) if o.is_object() => sel.matches_map(&labels(Some(o))),
-        _ => false,
     }
 }
 
