@@ -97,6 +97,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// name, selector, object, old object, whether it matches
+    type Case<'a> = (
+        &'a str,
+        &'a Result<LabelSelector, String>,
+        Option<&'a Value>,
+        Option<&'a Value>,
+        bool,
+    );
+
     fn sel(v: Value) -> Result<LabelSelector, String> {
         LabelSelector::from_label_selector_json(&v).map_err(|e| e.to_string())
     }
@@ -169,13 +178,7 @@ mod tests {
         let excluder = sel(json!({"matchExpressions": [
             {"key": "runlevel", "operator": "NotIn", "values": ["1"]}]}));
         let everything = sel(json!({}));
-        let cases: [(
-            &str,
-            &Result<LabelSelector, String>,
-            Option<&Value>,
-            Option<&Value>,
-            bool,
-        ); 7] = [
+        let cases: [Case<'_>; 7] = [
             (
                 "empty object selector matches everything",
                 &everything,
