@@ -45,7 +45,6 @@ pub enum Operation {
     /// `DELETE`.
     Delete,
     /// `CONNECT` (exec, attach, port-forward, proxy).
-    #[allow(dead_code)] // no CONNECT request is admitted yet
     Connect,
 }
 

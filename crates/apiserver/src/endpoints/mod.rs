@@ -294,6 +294,8 @@ impl Api {
             Some(Subresource::Exec | Subresource::Attach | Subresource::PortForward)
                 if method == Method::GET || method == Method::POST =>
             {
+                // dynamic admission: CONNECT with the options object
+                self.admit_connect(&target, query).await?;
                 return self.pod_connect(&target, query);
             }
             Some(

@@ -141,6 +141,14 @@ impl Query {
         Query { pairs }
     }
 
+    /// Every value of a repeated parameter (`command=a&command=b`), in order.
+    pub fn values<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Last value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs

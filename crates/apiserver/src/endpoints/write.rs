@@ -496,6 +496,69 @@ impl Api {
         Ok(())
     }
 
+    /// Dynamic admission of a CONNECT (`pods/exec`, `pods/attach`, `pods/portforward`):
+    /// both phases on the request's options object (`PodExecOptions`, ...), before the
+    /// connection is made, as upstream's connect handler.
+    pub(super) async fn admit_connect(&self, target: &Target, query: &Query) -> ApiResult<()> {
+        let name = target.name.clone().unwrap_or_default();
+        let mut attrs = crate::admission::Attributes::new(
+            crate::admission::Operation::Connect,
+            target.resource,
+            target.subresource.map(Subresource::name),
+            target.namespace.clone(),
+            name,
+        );
+        let mut o = serde_json::Map::new();
+        let kind = match target.subresource {
+            Some(Subresource::PortForward) => "PodPortForwardOptions",
+            Some(Subresource::Attach) => "PodAttachOptions",
+            _ => "PodExecOptions",
+        };
+        o.insert("kind".into(), json!(kind));
+        o.insert("apiVersion".into(), json!("v1"));
+        if kind == "PodPortForwardOptions" {
+            let ports: Vec<Value> = query
+                .values("ports")
+                .flat_map(|p| p.split(','))
+                .filter_map(|p| p.trim().parse::<i64>().ok())
+                .map(Value::from)
+                .collect();
+            if !ports.is_empty() {
+                o.insert("ports".into(), Value::Array(ports));
+            }
+        } else {
+            for f in ["stdin", "stdout", "stderr", "tty"] {
+                if query.flag(f).ok().flatten() == Some(true) {
+                    o.insert(f.into(), json!(true));
+                }
+            }
+            if let Some(c) = query.get("container").filter(|c| !c.is_empty()) {
+                o.insert("container".into(), json!(c));
+            }
+            if kind == "PodExecOptions" {
+                let command: Vec<&str> = query.values("command").collect();
+                o.insert("command".into(), json!(command));
+            }
+        }
+        attrs.kind = crate::admission::Gvk {
+            group: String::new(),
+            version: "v1".into(),
+            kind: kind.into(),
+        };
+        if !self.admission.handles(&attrs) {
+            return Ok(());
+        }
+        let mut obj = Value::Object(o);
+        // the mutating phase runs too (upstream calls both); what it changes in the
+        // options does not reach the simulated connection
+        let mut out = self.admission.admit(&attrs, &mut obj).await?;
+        self.admission
+            .validate(&attrs, Some(&obj), &mut out)
+            .await?;
+        crate::admission::warn(out.warnings);
+        Ok(())
+    }
+
     /// The LimitRanges stored in `namespace` (LimitRanger admission).
     fn limit_ranges(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
         let Some(ns) = namespace else {

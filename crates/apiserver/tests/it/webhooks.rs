@@ -1079,3 +1079,56 @@ fn unmapped_services_are_reached_through_their_loopback_endpoints_or_external_na
     }
     assert_eq!(hooks.reviews("/deny").len(), 2);
 }
+
+#[test]
+fn connect_requests_are_admitted_with_their_options() {
+    let hooks = Hooks::start(vec![("/exec", deny("no exec here"))]);
+    let s = common::start();
+    namespace(&s, "c", json!({}));
+    let (code, pod) = post(
+        &s,
+        "/api/v1/namespaces/c/pods",
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "i"}]}}),
+    );
+    assert_eq!(code, 201, "{pod}");
+    validating(
+        &s,
+        "connect",
+        vec![webhook(
+            "exec.example.com",
+            hooks.client_config("/exec"),
+            json!([{"operations": ["CONNECT"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/exec"]}]),
+        )],
+    );
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/c/pods/p/exec?command=ls&command=-l&stdout=true&container=app",
+        Value::Null,
+    );
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"exec.example.com\" denied the request: no exec here"
+    );
+    let r = &hooks.reviews("/exec")[0]["request"];
+    assert_eq!(r["operation"], "CONNECT");
+    assert_eq!(
+        r["kind"],
+        json!({"group": "", "version": "v1", "kind": "PodExecOptions"})
+    );
+    assert_eq!(r["subResource"], "exec");
+    assert_eq!(
+        r["object"],
+        json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdout": true, "container": "app", "command": ["ls", "-l"]})
+    );
+    // other subresources are not matched
+    let (code, status) = s.json(
+        "GET",
+        "/api/v1/namespaces/c/pods/p/attach?stdout=true",
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert_ne!(code, 403, "{status}");
+    assert_eq!(hooks.reviews("/exec").len(), 1);
+}
