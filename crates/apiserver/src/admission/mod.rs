@@ -191,7 +191,8 @@ pub trait Plugin: Send + Sync {
     /// path its slow path, when this is false.
     fn handles(&self, attrs: &Attributes) -> bool;
 
-    /// The mutating phase: may change `obj` (absent on a delete: nothing to mutate).
+    /// The mutating phase: may change `obj` (`null` on a delete and nothing to
+    /// mutate: its object is `attrs.old_object`).
     fn admit<'a>(
         &'a self,
         attrs: &'a Attributes,

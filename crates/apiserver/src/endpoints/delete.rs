@@ -248,8 +248,9 @@ impl Api {
         Ok((outcome.event, outcome.object))
     }
 
-    /// Dynamic admission of a DELETE (validating plugins; the object is the stored one,
-    /// `attrs.old_object`). A missing object is left to the delete to answer 404.
+    /// Dynamic admission of a DELETE (the mutating plugins with a null object, then the
+    /// validating ones; the object is the stored one, `attrs.old_object`). A missing
+    /// object is left to the delete to answer 404.
     pub(super) async fn admit_delete(
         &self,
         def: &'static ResourceDef,
@@ -276,7 +277,10 @@ impl Api {
             def,
             current.value()?,
         )?);
-        let mut out = crate::admission::Outcome::default();
+        // the mutating phase too, with no object (upstream calls it; a webhook that
+        // answers a patch fails the request)
+        let mut none = serde_json::Value::Null;
+        let mut out = self.admission.admit(&attrs, &mut none).await?;
         self.admission.validate(&attrs, None, &mut out).await?;
         crate::admission::warn(out.warnings);
         Ok(())

@@ -1132,3 +1132,80 @@ fn connect_requests_are_admitted_with_their_options() {
     assert_ne!(code, 403, "{status}");
     assert_eq!(hooks.reviews("/exec").len(), 1);
 }
+
+#[test]
+fn bad_patches_and_invalid_mutations_are_refused() {
+    let hooks = Hooks::start(vec![
+        (
+            "/invalid",
+            handler(|_| {
+                patch(
+                    json!([{"op": "add", "path": "/metadata/labels", "value": {"bad label!": "x"}}]),
+                )
+            }),
+        ),
+        (
+            "/unappliable",
+            handler(|_| patch(json!([{"op": "remove", "path": "/data/missing"}]))),
+        ),
+        (
+            "/on-delete",
+            handler(|_| patch(json!([{"op": "add", "path": "/x", "value": 1}]))),
+        ),
+    ]);
+    let s = common::start();
+    namespace(&s, "p", json!({}));
+    let labelled = |name: &str, path: &str, ops: &[&str]| {
+        let mut h = webhook(name, hooks.client_config(path), configmap_rules(ops));
+        h["objectSelector"] = json!({"matchLabels": {"hook": path.trim_start_matches('/')}});
+        h
+    };
+    mutating(
+        &s,
+        "patches",
+        vec![
+            labelled("invalid.example.com", "/invalid", &["CREATE"]),
+            labelled("unappliable.example.com", "/unappliable", &["CREATE"]),
+            labelled("on-delete.example.com", "/on-delete", &["DELETE"]),
+        ],
+    );
+    // the mutated object is validated as the client's would be
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/p/configmaps",
+        json!({"metadata": {"name": "a", "labels": {"hook": "invalid"}}}),
+    );
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    // a patch that does not apply
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/p/configmaps",
+        json!({"metadata": {"name": "b", "labels": {"hook": "unappliable"}}, "data": {"k": "v"}}),
+    );
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(status["reason"], "InternalError");
+    // a patch for a DELETE, which has no object
+    let (code, _) = post(
+        &s,
+        "/api/v1/namespaces/p/configmaps",
+        json!({"metadata": {"name": "c", "labels": {"hook": "on-delete"}}}),
+    );
+    assert_eq!(code, 201);
+    let (code, status) = s.json(
+        "DELETE",
+        "/api/v1/namespaces/p/configmaps/c",
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(
+        status["message"],
+        "Internal error occurred: admission webhook \"on-delete.example.com\" attempted to modify the object, which is not supported for this operation"
+    );
+    let r = &hooks.reviews("/on-delete")[0]["request"];
+    assert_eq!(r["operation"], "DELETE");
+    assert_eq!(r["object"], Value::Null);
+    assert_eq!(r["oldObject"]["metadata"]["name"], "c");
+}
