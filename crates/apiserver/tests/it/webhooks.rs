@@ -1209,3 +1209,55 @@ fn bad_patches_and_invalid_mutations_are_refused() {
     assert_eq!(r["object"], Value::Null);
     assert_eq!(r["oldObject"]["metadata"]["name"], "c");
 }
+
+#[test]
+fn custom_resources_reach_webhooks_of_another_served_version() {
+    let hooks = Hooks::start(vec![(
+        "/gadgets",
+        handler(|r| {
+            // registered for v1: the v1beta1 request's object comes as v1
+            let ok = r["request"]["object"]["apiVersion"] == "example.com/v1"
+                && r["request"]["kind"]["version"] == "v1"
+                && r["request"]["requestKind"]["version"] == "v1beta1";
+            json!({"allowed": ok, "status": {"message": "not converted"}})
+        }),
+    )]);
+    let s = common::start();
+    namespace(&s, "g", json!({}));
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    let (code, v) = post(
+        &s,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({"metadata": {"name": "gadgets.example.com"}, "spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [
+            {"name": "v1", "served": true, "storage": true, "schema": schema},
+            {"name": "v1beta1", "served": true, "storage": false, "schema": schema}
+        ]}}),
+    );
+    assert_eq!(code, 201, "{v}");
+    validating(
+        &s,
+        "gadgets",
+        vec![webhook(
+            "gadgets.example.com",
+            hooks.client_config("/gadgets"),
+            json!([{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["gadgets"]}]),
+        )],
+    );
+    let (code, v) = post(
+        &s,
+        "/apis/example.com/v1beta1/namespaces/g/gadgets",
+        json!({"apiVersion": "example.com/v1beta1", "kind": "Gadget", "metadata": {"name": "a"}, "spec": {"x": 1}}),
+    );
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(v["apiVersion"], "example.com/v1beta1");
+    let r = &hooks.reviews("/gadgets")[0]["request"];
+    assert_eq!(
+        r["resource"],
+        json!({"group": "example.com", "version": "v1", "resource": "gadgets"})
+    );
+    assert_eq!(r["requestResource"]["version"], "v1beta1");
+    assert_eq!(r["object"]["spec"], json!({"x": 1}));
+}
