@@ -120,6 +120,12 @@ impl std::fmt::Debug for RequestContext {
 }
 
 impl RequestContext {
+    /// Forget every plugin's state (a new admission of the request: an update computed
+    /// again after a conflict).
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Run `f` on the state `plugin` keeps for this request (created by `Default` on
     /// first use).
     pub fn with<T: Default + Send + 'static, R>(
@@ -275,6 +281,7 @@ impl Chain {
     /// want reinvocation if the object changed after them.
     pub async fn admit(&self, attrs: &Attributes, obj: &mut Value) -> ApiResult<Outcome> {
         let plugins = self.snapshot();
+        attrs.context.clear();
         let mut out = Outcome::default();
         // the index of the last plugin that changed the object
         let mut last_change = None;
