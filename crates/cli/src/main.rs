@@ -57,6 +57,11 @@ struct ServerArgs {
     /// pods report, as metrics-server would (always on with `up`).
     #[arg(long)]
     metrics_api: bool,
+    /// Where a Service reference (an APIService's or a webhook's) is served, as
+    /// `NAMESPACE/NAME:PORT=HOST:PORT` (coxswain runs no cluster network); repeatable.
+    #[arg(long, value_name = "NAMESPACE/NAME:PORT=HOST:PORT",
+          value_parser = coxswain_apiserver::server::servicemap::parse)]
+    service_proxy_map: Vec<coxswain_apiserver::server::servicemap::ServiceMapping>,
     #[command(flatten)]
     authn: AuthnArgs,
 }
@@ -260,6 +265,7 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     };
     c.history = args.watch_history;
     c.metrics_api = args.metrics_api;
+    c.service_map = args.service_proxy_map.iter().cloned().collect();
     c.authn = args.authn.options();
     c
 }

@@ -2,6 +2,7 @@
 
 mod crd_controller;
 mod policy;
+pub mod servicemap;
 mod tls;
 mod webhook_resolver;
 
@@ -58,6 +59,9 @@ pub struct Config {
     /// More bearer tokens and their users, besides the admin token (tests' second
     /// identities; a static token file feeds the same list).
     pub extra_tokens: Vec<(String, crate::auth::UserInfo)>,
+    /// Where Service references (APIService `spec.service`, webhook
+    /// `clientConfig.service`) are served: `--service-proxy-map`.
+    pub service_map: servicemap::ServiceMap,
 }
 
 impl Config {
@@ -75,6 +79,7 @@ impl Config {
             bookmark_interval: Duration::from_secs(10),
             metrics_api: false,
             extra_tokens: Vec::new(),
+            service_map: servicemap::ServiceMap::new(),
         }
     }
 }
