@@ -35,6 +35,7 @@ pub mod coordination;
 pub mod core;
 pub mod discovery;
 pub mod events;
+pub mod flowcontrol;
 pub mod metrics;
 pub mod networking;
 pub mod node;
@@ -116,5 +117,7 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::resource::v1::ResourceClaim>(&resource::resourceclaim::KIND),
         builtin::<a::resource::v1::ResourceClaimTemplate>(&resource::resourceclaimtemplate::KIND),
         builtin::<a::resource::v1::ResourceSlice>(&resource::resourceslice::KIND),
+        builtin::<a::flowcontrol::v1::FlowSchema>(&flowcontrol::flowschema::KIND),
+        builtin::<a::flowcontrol::v1::PriorityLevelConfiguration>(&flowcontrol::prioritylevelconfiguration::KIND),
     ]
 }

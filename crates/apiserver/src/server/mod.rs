@@ -1,5 +1,6 @@
 //! Starting the server: storage, TLS, kubeconfig, bootstrap objects and the accept loop.
 
+mod apf;
 mod crd_controller;
 mod policy;
 pub mod servicemap;
@@ -461,6 +462,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     );
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
+    // API Priority and Fairness: bootstrap configuration and FlowSchema status
+    let apf = Arc::new(apf::ApfController::default());
+    for key in apf::storage_keys() {
+        api.add_write_hook(&key, Arc::new(Arc::clone(&apf)));
+    }
+    apf.reconcile(&api).await;
     tokio::spawn(mark_legacy_tokens_used(
         Arc::downgrade(&api),
         legacy_used_rx,

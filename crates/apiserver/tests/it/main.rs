@@ -6,6 +6,7 @@ mod authn;
 mod common;
 mod crds;
 mod eviction;
+mod flowcontrol;
 mod generation;
 mod kube_rs;
 mod layers;

@@ -309,6 +309,11 @@ const ROWS: &[Row] = &[
         true,
         CONTENT,
     ),
+    // flowSchemaStrategy, priorityLevelConfigurationStrategy: spec changes
+    row("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "spec", true, CONTENT),
+    row("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "spec", true, CONTENT),
+    // apiServiceStrategy: no generation
+    row("apiregistration.k8s.io", "v1", "APIService", "spec", false, NONE),
 ];
 
 fn def(r: &Row) -> &'static ResourceDef {
