@@ -24,6 +24,8 @@ pub struct HttpState {
     pub server_address: String,
     /// Serve `metrics.k8s.io/v1beta1` ([`crate::endpoints::metrics`]).
     pub metrics_api: bool,
+    /// The aggregation layer: discovery and proxying of APIServices served elsewhere.
+    pub aggregator: Option<Arc<crate::server::aggregator::Aggregator>>,
 }
 
 /// The router serving everything.
@@ -158,6 +160,36 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         };
     }
     let catalog = state.api.catalog();
+    if let Some(agg) = &state.aggregator {
+        let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        match segs.as_slice() {
+            ["apis", g] => {
+                if let Some(v) = agg.group(&catalog, g) {
+                    return json(&v);
+                }
+            }
+            ["apis", g, v, ..] if agg.proxies(&catalog, g, v) => {
+                let pq = parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| path.clone());
+                let (g, v) = (g.to_string(), v.to_string());
+                return agg
+                    .proxy(
+                        &g,
+                        &v,
+                        parts.method.clone(),
+                        &pq,
+                        &parts.headers,
+                        body,
+                        &user,
+                    )
+                    .await;
+            }
+            _ => {}
+        }
+    }
     let target = match route_in(&catalog, &path) {
         Ok(Route::CoreVersions) => {
             return if discovery::wants_aggregated(&accept) {
@@ -174,6 +206,9 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
                         items.push(metrics::aggregated_group());
                     }
                 }
+                if let Some(agg) = &state.aggregator {
+                    agg.extend_aggregated(&catalog, &mut list);
+                }
                 aggregated(list)
             } else {
                 let mut list = discovery::group_list(&catalog);
@@ -183,6 +218,9 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
                     if let Some(groups) = list["groups"].as_array_mut() {
                         groups.push(metrics::group_entry());
                     }
+                }
+                if let Some(agg) = &state.aggregator {
+                    agg.extend_group_list(&catalog, &mut list);
                 }
                 json(&list)
             };

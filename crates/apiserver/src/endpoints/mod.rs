@@ -186,7 +186,7 @@ impl Api {
     }
 
     /// Run `hook` after every successful write of the resource stored under
-    /// `storage_key`.
+    /// `storage_key` (after the hooks added before it).
     pub fn add_write_hook(&self, storage_key: &str, hook: Arc<dyn WriteHook>) {
         let mut hooks = match self.hooks.write() {
             Ok(h) => h,
@@ -195,15 +195,16 @@ impl Api {
         hooks.push((storage_key.to_string(), hook));
     }
 
-    fn hook_for(&self, storage_key: &str) -> Option<Arc<dyn WriteHook>> {
+    fn hooks_for(&self, storage_key: &str) -> Vec<Arc<dyn WriteHook>> {
         let hooks = match self.hooks.read() {
             Ok(h) => h,
             Err(p) => p.into_inner(),
         };
         hooks
             .iter()
-            .find(|(k, _)| k == storage_key)
+            .filter(|(k, _)| k == storage_key)
             .map(|(_, h)| Arc::clone(h))
+            .collect()
     }
 
     /// The OpenAPI documents of the current catalogue (built-in documents shared, custom
@@ -233,10 +234,10 @@ impl Api {
         headers: &HeaderMap,
         body: Bytes,
     ) -> ApiResult<Reply> {
-        let hook = if method == Method::GET {
-            None
+        let hooks = if method == Method::GET {
+            Vec::new()
         } else {
-            self.hook_for(&target.resource.storage_key())
+            self.hooks_for(&target.resource.storage_key())
         };
         // a deprecated version of a custom resource, or a deprecated built-in kind,
         // warns on every request
@@ -249,8 +250,10 @@ impl Api {
                 .map(str::to_string),
         };
         let reply = self.serve_inner(method, target, query, headers, body).await;
-        if let (Some(hook), true) = (hook, reply.is_ok()) {
-            hook.after_write(self).await;
+        if reply.is_ok() {
+            for hook in hooks {
+                hook.after_write(self).await;
+            }
         }
         match deprecation {
             Some(w) => reply.map(|r| r.warned_first(w)),

@@ -558,6 +558,12 @@ impl ResourceDef {
                 self.version, self.kind
             );
         }
+        if self.group == "apiregistration.k8s.io" {
+            return format!(
+                "io.k8s.kube-aggregator.pkg.apis.apiregistration.{}.{}",
+                self.version, self.kind
+            );
+        }
         format!(
             "io.k8s.api.{}.{}.{}",
             self.package(),

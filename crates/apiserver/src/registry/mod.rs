@@ -25,6 +25,7 @@ pub mod versions;
 
 pub mod admissionregistration;
 pub mod apiextensions;
+pub mod apiregistration;
 pub mod apps;
 pub mod authentication;
 pub mod authorization;
@@ -69,6 +70,7 @@ pub fn builtin_kinds() -> Vec<ResourceDef> {
         builtin::<a::core::v1::Secret>(&core::secret::KIND),
         builtin::<a::core::v1::ServiceAccount>(&core::serviceaccount::KIND),
         builtin::<a::core::v1::Service>(&core::service::KIND),
+        builtin::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(&apiregistration::apiservice::KIND),
         builtin::<a::apps::v1::ControllerRevision>(&apps::controllerrevision::KIND),
         builtin::<a::apps::v1::DaemonSet>(&apps::daemonset::KIND),
         builtin::<a::apps::v1::Deployment>(&apps::deployment::KIND),

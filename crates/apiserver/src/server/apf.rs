@@ -142,13 +142,25 @@ async fn pass(api: &Arc<Api>) {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        write(api, fs_def, Method::PUT, Some(&name), Some(Subresource::Status), &obj, CONSUMER).await;
+        write(
+            api,
+            fs_def,
+            Method::PUT,
+            Some(&name),
+            Some(Subresource::Status),
+            &obj,
+            CONSUMER,
+        )
+        .await;
     }
 }
 
 async fn ensure(api: &Arc<Api>, def: &'static ResourceDef, objects: Vec<Value>, mandatory: bool) {
     for wanted in objects {
-        let name = wanted["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = wanted["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let current = api
             .store
             .get(&def.storage_key(), &name)
@@ -192,7 +204,10 @@ async fn write(
         legacy_watch: false,
     };
     let query = Query::parse(Some(&format!("fieldManager={manager}")));
-    let what = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let what = body["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     if let Err(e) = api
         .serve(&method, target, &query, &headers, body.to_string().into())
         .await

@@ -1,5 +1,6 @@
 //! Starting the server: storage, TLS, kubeconfig, bootstrap objects and the accept loop.
 
+pub mod aggregator;
 mod apf;
 mod crd_controller;
 mod policy;
@@ -468,6 +469,19 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         api.add_write_hook(&key, Arc::new(Arc::clone(&apf)));
     }
     apf.reconcile(&api).await;
+    // the aggregator: local APIServices, availability, proxying
+    let aggregator = Arc::new(aggregator::Aggregator::new(
+        config.service_map.clone(),
+        config.metrics_api,
+    ));
+    if let Some(key) = aggregator::storage_key() {
+        api.add_write_hook(&key, Arc::new(Arc::clone(&aggregator)));
+    }
+    api.add_write_hook(
+        crate::registry::custom::CRD_RESOURCE,
+        Arc::new(Arc::clone(&aggregator)),
+    );
+    aggregator.reconcile(&api).await;
     tokio::spawn(mark_legacy_tokens_used(
         Arc::downgrade(&api),
         legacy_used_rx,
@@ -516,10 +530,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         api,
         server_address: format!("{host}:{}", addr.port()),
         metrics_api: config.metrics_api,
+        aggregator: Some(Arc::clone(&aggregator)),
     });
+    let api_weak = Arc::downgrade(&state.api);
     let app = router(state);
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    aggregator.spawn(api_weak, shutdown.clone());
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let task = tokio::spawn(async move {
         loop {

@@ -147,7 +147,13 @@ fn defaults_and_dangling_condition() {
     assert_eq!(code, 201);
     let (_, fs) = get(&s, &format!("{FC}/flowschemas/team-b"));
     assert_eq!(dangling(&fs).1, "Found");
-    let (_, table) = s.json("GET", &format!("{FC}/flowschemas/team-b"), JSON, TABLE, &Value::Null);
+    let (_, table) = s.json(
+        "GET",
+        &format!("{FC}/flowschemas/team-b"),
+        JSON,
+        TABLE,
+        &Value::Null,
+    );
     let cols: Vec<&str> = table["columnDefinitions"]
         .as_array()
         .expect("columns")
@@ -156,14 +162,27 @@ fn defaults_and_dangling_condition() {
         .collect();
     assert_eq!(
         cols,
-        ["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age", "MissingPL"]
+        [
+            "Name",
+            "PriorityLevel",
+            "MatchingPrecedence",
+            "DistinguisherMethod",
+            "Age",
+            "MissingPL"
+        ]
     );
     let cells = &table["rows"][0]["cells"];
     assert_eq!(cells[1], "team-b");
     assert_eq!(cells[2], 1000);
     assert_eq!(cells[3], "<none>");
     assert_eq!(cells[5], "False");
-    let (_, table) = s.json("GET", &format!("{FC}/prioritylevelconfigurations"), JSON, TABLE, &Value::Null);
+    let (_, table) = s.json(
+        "GET",
+        &format!("{FC}/prioritylevelconfigurations"),
+        JSON,
+        TABLE,
+        &Value::Null,
+    );
     let cols: Vec<&str> = table["columnDefinitions"]
         .as_array()
         .expect("columns")
@@ -172,7 +191,15 @@ fn defaults_and_dangling_condition() {
         .collect();
     assert_eq!(
         cols,
-        ["Name", "Type", "NominalConcurrencyShares", "Queues", "HandSize", "QueueLengthLimit", "Age"]
+        [
+            "Name",
+            "Type",
+            "NominalConcurrencyShares",
+            "Queues",
+            "HandSize",
+            "QueueLengthLimit",
+            "Age"
+        ]
     );
     let row = table["rows"]
         .as_array()
@@ -203,7 +230,12 @@ fn validation_messages_are_upstreams() {
         .as_array()
         .expect("causes")
         .iter()
-        .map(|c| (c["field"].as_str().unwrap_or_default().to_string(), c["message"].as_str().unwrap_or_default().to_string()))
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
         .collect();
     let want = [
         ("spec.matchingPrecedence", "Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1"),
@@ -213,7 +245,10 @@ fn validation_messages_are_upstreams() {
         ("spec.rules[0].resourceRules[0].verbs", "Invalid value: [\"*\",\"get\"]: if '*' is present, must not specify other verbs"),
         ("spec.rules[0].resourceRules[0].namespaces", "Required value: resource rules that are not cluster scoped must supply at least one namespace"),
     ];
-    let want: Vec<(String, String)> = want.iter().map(|(f, m)| (f.to_string(), m.to_string())).collect();
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect();
     assert_eq!(causes, want);
     let (code, st) = s.json(
         "POST",
@@ -247,11 +282,29 @@ fn mandatory_objects_are_restored_and_suggested_ones_kept_when_asked() {
     // the catch-all spec is fixed
     let (_, mut pl) = get(&s, &format!("{FC}/prioritylevelconfigurations/catch-all"));
     pl["spec"]["limited"]["nominalConcurrencyShares"] = json!(50);
-    let (code, st) = s.json("PUT", &format!("{FC}/prioritylevelconfigurations/catch-all"), JSON, JSON, &pl);
+    let (code, st) = s.json(
+        "PUT",
+        &format!("{FC}/prioritylevelconfigurations/catch-all"),
+        JSON,
+        JSON,
+        &pl,
+    );
     assert_eq!(code, 422);
-    assert!(st["message"].as_str().unwrap_or_default().contains("spec of 'catch-all' must equal the fixed value"), "{st}");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec of 'catch-all' must equal the fixed value"),
+        "{st}"
+    );
     // deleted: created again
-    let (code, _) = s.json("DELETE", &format!("{FC}/flowschemas/catch-all"), JSON, JSON, &Value::Null);
+    let (code, _) = s.json(
+        "DELETE",
+        &format!("{FC}/flowschemas/catch-all"),
+        JSON,
+        JSON,
+        &Value::Null,
+    );
     assert_eq!(code, 200);
     let (code, fs) = get(&s, &format!("{FC}/flowschemas/catch-all"));
     assert_eq!(code, 200);
@@ -260,14 +313,26 @@ fn mandatory_objects_are_restored_and_suggested_ones_kept_when_asked() {
     let (_, mut fs) = get(&s, &format!("{FC}/flowschemas/service-accounts"));
     fs["spec"]["matchingPrecedence"] = json!(8000);
     fs["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"] = json!("false");
-    let (code, _) = s.json("PUT", &format!("{FC}/flowschemas/service-accounts"), JSON, JSON, &fs);
+    let (code, _) = s.json(
+        "PUT",
+        &format!("{FC}/flowschemas/service-accounts"),
+        JSON,
+        JSON,
+        &fs,
+    );
     assert_eq!(code, 200);
     let (_, fs) = get(&s, &format!("{FC}/flowschemas/service-accounts"));
     assert_eq!(fs["spec"]["matchingPrecedence"], 8000);
     // with autoupdate on, the server puts the suggested spec back
     let (_, mut fs) = get(&s, &format!("{FC}/flowschemas/global-default"));
     fs["spec"]["matchingPrecedence"] = json!(9800);
-    let (code, _) = s.json("PUT", &format!("{FC}/flowschemas/global-default"), JSON, JSON, &fs);
+    let (code, _) = s.json(
+        "PUT",
+        &format!("{FC}/flowschemas/global-default"),
+        JSON,
+        JSON,
+        &fs,
+    );
     assert_eq!(code, 200);
     let (_, fs) = get(&s, &format!("{FC}/flowschemas/global-default"));
     assert_eq!(fs["spec"]["matchingPrecedence"], 9900);

@@ -2,6 +2,7 @@
 //! binary links the whole dependency tree, so one binary instead of several keeps
 //! the build small and fast.
 
+mod aggregation;
 mod authn;
 mod common;
 mod crds;

@@ -62,7 +62,9 @@ fn users(names: &[&str]) -> Vec<Value> {
 }
 
 fn kube_system_service_accounts() -> Vec<Value> {
-    vec![json!({"kind": "ServiceAccount", "serviceAccount": {"name": "*", "namespace": "kube-system"}})]
+    vec![
+        json!({"kind": "ServiceAccount", "serviceAccount": {"name": "*", "namespace": "kube-system"}}),
+    ]
 }
 
 fn everything(subjects: Vec<Value>) -> Value {
@@ -88,7 +90,13 @@ pub fn mandatory_priority_levels() -> Vec<Value> {
 /// The mandatory FlowSchemas (`exempt`, `catch-all`).
 pub fn mandatory_flow_schemas() -> Vec<Value> {
     vec![
-        fs(EXEMPT, EXEMPT, 1, None, everything(groups(&["system:masters"]))),
+        fs(
+            EXEMPT,
+            EXEMPT,
+            1,
+            None,
+            everything(groups(&["system:masters"])),
+        ),
         fs(
             CATCH_ALL,
             CATCH_ALL,
@@ -230,7 +238,10 @@ fn should_update_spec(current: &Value) -> bool {
     if let Some(b) = annotation.and_then(parse_go_bool) {
         return b;
     }
-    current.pointer("/metadata/generation").and_then(Value::as_i64) == Some(1)
+    current
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        == Some(1)
 }
 
 /// Go's `strconv.ParseBool`.
@@ -261,8 +272,8 @@ pub fn revise(current: Option<&Value>, bootstrap: &Value, mandatory: bool) -> Re
         .and_then(parse_go_bool);
     let update_annotation = annotation != Some(auto_update);
     let mut wanted_spec = bootstrap["spec"].clone();
-    let is_exempt_pl =
-        bootstrap["kind"] == "PriorityLevelConfiguration" && bootstrap["metadata"]["name"] == EXEMPT;
+    let is_exempt_pl = bootstrap["kind"] == "PriorityLevelConfiguration"
+        && bootstrap["metadata"]["name"] == EXEMPT;
     if is_exempt_pl {
         if let Some(e) = current.pointer("/spec/exempt") {
             wanted_spec["exempt"] = e.clone();
@@ -363,7 +374,10 @@ mod tests {
             panic!("annotation not written")
         };
         assert_eq!(r["spec"]["matchingPrecedence"], 600);
-        assert_eq!(r["metadata"]["annotations"][AUTO_UPDATE_ANNOTATION], "false");
+        assert_eq!(
+            r["metadata"]["annotations"][AUTO_UPDATE_ANNOTATION],
+            "false"
+        );
         // no annotation, generation 1: updated and marked true
         let fresh = stored(changed.clone(), 1);
         let Revision::Update(r) = revise(Some(&fresh), b, false) else {

@@ -446,7 +446,10 @@ pub(crate) mod printer {
             NAME,
             string("PriorityLevel", field(REF_DEF, "name")),
             string("MatchingPrecedence", field(SPEC_DEF, "matchingPrecedence")),
-            string("DistinguisherMethod", field(SPEC_DEF, "distinguisherMethod")),
+            string(
+                "DistinguisherMethod",
+                field(SPEC_DEF, "distinguisherMethod"),
+            ),
             AGE,
             string(
                 "MissingPL",

@@ -234,7 +234,11 @@ pub(crate) mod validation {
         }
         let queues = int(q, "queues").unwrap_or(0);
         if queues <= 0 {
-            e.invalid(&format!("{path}.queues"), Bad::Int(queues), "must be positive");
+            e.invalid(
+                &format!("{path}.queues"),
+                Bad::Int(queues),
+                "must be positive",
+            );
         } else if queues > MAX_QUEUES {
             e.invalid(
                 &format!("{path}.queues"),
@@ -244,7 +248,11 @@ pub(crate) mod validation {
         }
         let hand = int(q, "handSize").unwrap_or(0);
         if hand <= 0 {
-            e.invalid(&format!("{path}.handSize"), Bad::Int(hand), "must be positive");
+            e.invalid(
+                &format!("{path}.handSize"),
+                Bad::Int(hand),
+                "must be positive",
+            );
         } else if hand > queues {
             e.invalid(
                 &format!("{path}.handSize"),
