@@ -142,7 +142,7 @@ fn go_duration(s: &str) -> Result<std::time::Duration, String> {
 #[derive(Subcommand)]
 enum Command {
     /// Run the embedded Kubernetes-compatible API server.
-    Apiserver(ServerArgs),
+    Apiserver(Box<ServerArgs>),
     /// Run a whole cluster in this process: the API server, the controller manager and
     /// simulated nodes.
     Up(Box<UpArgs>),
@@ -380,7 +380,7 @@ fn main() -> anyhow::Result<()> {
         .context("building the tokio runtime")?;
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Apiserver(a) => run_server(a, "apiserver", None, 0, None).await,
+            Command::Apiserver(a) => run_server(*a, "apiserver", None, 0, None).await,
             Command::Up(a) => {
                 let a = *a;
                 run_server(
@@ -453,5 +453,32 @@ mod tests {
             ["https://kubernetes.default.svc.cluster.local"]
         );
         assert_eq!(d.audiences(), d.service_account_issuers);
+    }
+
+    #[test]
+    fn service_proxy_map_flags() {
+        let cli = Cli::try_parse_from([
+            "coxswain",
+            "apiserver",
+            "--service-proxy-map=kube-system/metrics-server:443=127.0.0.1:4443",
+            "--service-proxy-map",
+            "wardle/api:8443=[::1]:9443",
+        ])
+        .unwrap();
+        let Command::Apiserver(a) = cli.command else {
+            panic!("apiserver")
+        };
+        let map = config(&a).service_map;
+        assert_eq!(
+            map.resolve("kube-system", "metrics-server", 443),
+            Some("127.0.0.1:4443")
+        );
+        assert_eq!(map.resolve("wardle", "api", 8443), Some("[::1]:9443"));
+        let bad = Cli::try_parse_from([
+            "coxswain",
+            "apiserver",
+            "--service-proxy-map=kube-system/metrics-server=127.0.0.1:4443",
+        ]);
+        assert!(bad.is_err());
     }
 }

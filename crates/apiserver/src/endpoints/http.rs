@@ -169,23 +169,8 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
                 }
             }
             ["apis", g, v, ..] if agg.proxies(&catalog, g, v) => {
-                let pq = parts
-                    .uri
-                    .path_and_query()
-                    .map(|p| p.as_str().to_string())
-                    .unwrap_or_else(|| path.clone());
                 let (g, v) = (g.to_string(), v.to_string());
-                return agg
-                    .proxy(
-                        &g,
-                        &v,
-                        parts.method.clone(),
-                        &pq,
-                        &parts.headers,
-                        body,
-                        &user,
-                    )
-                    .await;
+                return agg.proxy(&g, &v, &parts, body, &user).await;
             }
             _ => {}
         }

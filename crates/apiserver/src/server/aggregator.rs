@@ -593,12 +593,17 @@ impl Aggregator {
         &self,
         group: &str,
         version: &str,
-        method: Method,
-        path_and_query: &str,
-        headers: &HeaderMap,
+        parts: &axum::http::request::Parts,
         body: Body,
         who: &UserInfo,
     ) -> Response {
+        let headers = &parts.headers;
+        let method = parts.method.clone();
+        let path_and_query = parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or_else(|| parts.uri.path());
         let Some(remote) = self.remote(group, version) else {
             return status_response(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
         };
