@@ -14,6 +14,7 @@ use crate::auth::{request_info, PeerCertificate, UserInfo};
 use crate::endpoints::request::{route_in, Query, Route};
 use crate::endpoints::{discovery, metrics};
 use crate::endpoints::{error_response, Api, Reply, MAX_BODY};
+use crate::registry::catalog::Catalog;
 use apimachinery::status::ApiError;
 
 /// What the HTTP layer needs.
@@ -25,7 +26,29 @@ pub struct HttpState {
     /// Serve `metrics.k8s.io/v1beta1` ([`crate::endpoints::metrics`]).
     pub metrics_api: bool,
     /// The aggregation layer: discovery and proxying of APIServices served elsewhere.
-    pub aggregator: Option<Arc<crate::server::aggregator::Aggregator>>,
+    pub aggregator: Option<Arc<dyn Aggregation>>,
+}
+
+/// What the HTTP layer asks of the aggregation layer (`crate::server::aggregator`):
+/// the groups and versions other API servers serve, and the proxying of their requests.
+pub trait Aggregation: Send + Sync {
+    /// `/apis/<group>` of a group only other servers serve.
+    fn group(&self, catalog: &Catalog, group: &str) -> Option<serde_json::Value>;
+    /// Whether requests under `/apis/<group>/<version>` go to another server.
+    fn proxies(&self, catalog: &Catalog, group: &str, version: &str) -> bool;
+    /// Add the groups of other servers to a legacy `/apis` list.
+    fn extend_group_list(&self, catalog: &Catalog, list: &mut serde_json::Value);
+    /// Add the groups of other servers to an aggregated `/apis` answer.
+    fn extend_aggregated(&self, catalog: &Catalog, list: &mut serde_json::Value);
+    /// Proxy the request to the server of `group`/`version` as `user`.
+    fn proxy<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        parts: &'a axum::http::request::Parts,
+        body: Body,
+        user: &'a UserInfo,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>>;
 }
 
 /// The router serving everything.

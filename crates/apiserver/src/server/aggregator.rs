@@ -527,7 +527,7 @@ impl Aggregator {
 
     /// Add the groups of available remote APIServices to a legacy `/apis` list, after
     /// the groups of higher priority (built-in groups, then CRD groups at 1000).
-    pub fn extend_group_list(&self, catalog: &Catalog, list: &mut Value) {
+    fn extend_group_list_impl(&self, catalog: &Catalog, list: &mut Value) {
         let entries: Vec<(i64, String, Value)> = self
             .remote_groups(catalog)
             .iter()
@@ -542,7 +542,7 @@ impl Aggregator {
 
     /// Add the groups of available remote APIServices to an aggregated
     /// (`APIGroupDiscoveryList`) `/apis` answer.
-    pub fn extend_aggregated(&self, catalog: &Catalog, list: &mut Value) {
+    fn extend_aggregated_impl(&self, catalog: &Catalog, list: &mut Value) {
         let entries: Vec<(i64, String, Value)> = self
             .remote_groups(catalog)
             .iter()
@@ -571,7 +571,7 @@ impl Aggregator {
     }
 
     /// `/apis/<group>` of a group only remote APIServices serve.
-    pub fn group(&self, catalog: &Catalog, group: &str) -> Option<Value> {
+    fn group_impl(&self, catalog: &Catalog, group: &str) -> Option<Value> {
         if !catalog.versions(group).is_empty() {
             return None;
         }
@@ -582,14 +582,14 @@ impl Aggregator {
     }
 
     /// Whether requests under `/apis/<group>/<version>` go to another server.
-    pub fn proxies(&self, catalog: &Catalog, group: &str, version: &str) -> bool {
+    fn proxies_impl(&self, catalog: &Catalog, group: &str, version: &str) -> bool {
         !catalog.versions(group).contains(&version) && self.remote(group, version).is_some()
     }
 
     /// Proxy a request to the service of the available APIService of
     /// `group`/`version`, as `user` (upstream's `proxyHandler`): its credentials are not
     /// passed on, its identity is, in `X-Remote-*` headers.
-    pub async fn proxy(
+    async fn proxy_impl(
         &self,
         group: &str,
         version: &str,
@@ -681,6 +681,35 @@ impl Aggregator {
                 )
             }
         }
+    }
+}
+
+impl crate::endpoints::http::Aggregation for Aggregator {
+    fn group(&self, catalog: &Catalog, group: &str) -> Option<Value> {
+        self.group_impl(catalog, group)
+    }
+
+    fn proxies(&self, catalog: &Catalog, group: &str, version: &str) -> bool {
+        self.proxies_impl(catalog, group, version)
+    }
+
+    fn extend_group_list(&self, catalog: &Catalog, list: &mut Value) {
+        self.extend_group_list_impl(catalog, list)
+    }
+
+    fn extend_aggregated(&self, catalog: &Catalog, list: &mut Value) {
+        self.extend_aggregated_impl(catalog, list)
+    }
+
+    fn proxy<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        parts: &'a axum::http::request::Parts,
+        body: Body,
+        user: &'a UserInfo,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
+        Box::pin(self.proxy_impl(group, version, parts, body, user))
     }
 }
 

@@ -530,7 +530,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         api,
         server_address: format!("{host}:{}", addr.port()),
         metrics_api: config.metrics_api,
-        aggregator: Some(Arc::clone(&aggregator)),
+        aggregator: Some(Arc::clone(&aggregator) as Arc<dyn crate::endpoints::http::Aggregation>),
     });
     let api_weak = Arc::downgrade(&state.api);
     let app = router(state);
