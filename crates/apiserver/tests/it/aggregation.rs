@@ -418,3 +418,46 @@ fn an_api_service_served_elsewhere_is_proxied() {
     );
     assert_eq!(code, 404);
 }
+
+#[test]
+fn discovery_of_the_new_groups_is_kube_apiservers() {
+    let s = start();
+    let want = crate::common::fixture("discovery/apis-aggregated.json");
+    let (code, got) = s.json("GET", "/apis", JSON, AGGREGATED, &Value::Null);
+    assert_eq!(code, 200);
+    let find = |v: &Value, g: &str| {
+        v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|x| x["metadata"]["name"] == g)
+            .cloned()
+            .unwrap_or_else(|| panic!("{g} missing"))
+    };
+    for g in ["apiregistration.k8s.io", "flowcontrol.apiserver.k8s.io"] {
+        assert_eq!(find(&got, g), find(&want, g), "{g}");
+    }
+    // the groups served come in kube-apiserver's order
+    let names = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|g| g["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let recorded = names(&want);
+    let served: Vec<String> = names(&got)
+        .into_iter()
+        .filter(|g| recorded.contains(g))
+        .collect();
+    let recorded: Vec<String> = recorded
+        .into_iter()
+        .filter(|g| served.contains(g))
+        .collect();
+    assert_eq!(served, recorded);
+    assert_eq!(
+        served.first().map(String::as_str),
+        Some("apiregistration.k8s.io")
+    );
+}

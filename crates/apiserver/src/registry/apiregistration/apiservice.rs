@@ -235,3 +235,84 @@ pub(crate) mod printer {
         },
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::registry::catalog::Catalog;
+
+    fn errors(obj: &Value) -> Vec<(String, String)> {
+        let def = Catalog::builtin()
+            .lookup("apiregistration.k8s.io", "v1", "apiservices")
+            .expect("served");
+        def.strategy
+            .validate(def, obj, None)
+            .into_iter()
+            .map(|c| (c.field, c.message))
+            .collect()
+    }
+
+    fn svc(name: &str, spec: Value) -> Value {
+        json!({"metadata": {"name": name}, "spec": spec})
+    }
+
+    /// `ValidateAPIService`, case by case.
+    #[test]
+    fn api_service_validation() {
+        let ok = json!({"group": "wardle.example.com", "version": "v1alpha1",
+                        "groupPriorityMinimum": 1000, "versionPriority": 15});
+        assert_eq!(errors(&svc("v1alpha1.wardle.example.com", ok.clone())), []);
+        assert_eq!(
+            errors(&svc(
+                "v1.",
+                json!({"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1})
+            )),
+            []
+        );
+        let mut remote = ok.clone();
+        remote["service"] = json!({"namespace": "wardle", "name": "api", "port": 443});
+        remote["insecureSkipTLSVerify"] = json!(true);
+        assert_eq!(
+            errors(&svc("v1alpha1.wardle.example.com", remote.clone())),
+            []
+        );
+        let cases: Vec<(Value, Vec<(&str, &str)>)> = vec![
+            (
+                json!({"version": "v2", "groupPriorityMinimum": 1, "versionPriority": 1}),
+                vec![("spec.group", "Required value: only v1 may have an empty group and it better be legacy kube")],
+            ),
+            (
+                json!({"group": "Wardle", "version": "V1", "groupPriorityMinimum": 20001, "versionPriority": 1001}),
+                vec![
+                    ("spec.group", "Invalid value: \"Wardle\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+                    ("spec.version", "Invalid value: \"V1\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"),
+                    ("spec.groupPriorityMinimum", "Invalid value: 20001: must be positive and less than 20000"),
+                    ("spec.versionPriority", "Invalid value: 1001: must be positive and less than 1000"),
+                ],
+            ),
+            (
+                json!({"group": "g.io", "version": "v1", "groupPriorityMinimum": 1, "versionPriority": 1,
+                       "service": {"port": 70000}, "insecureSkipTLSVerify": true, "caBundle": "AAAA"}),
+                vec![
+                    ("spec.service.namespace", "Required value"),
+                    ("spec.service.name", "Required value"),
+                    ("spec.service.port", "Invalid value: 70000: port is not valid: must be between 1 and 65535, inclusive"),
+                    ("spec.insecureSkipTLSVerify", "Invalid value: true: may not be true if caBundle is present"),
+                ],
+            ),
+        ];
+        for (spec, want) in cases {
+            let name = format!(
+                "{}.{}",
+                spec["version"].as_str().unwrap_or(""),
+                spec["group"].as_str().unwrap_or("")
+            );
+            let want: Vec<(String, String)> = want
+                .into_iter()
+                .map(|(f, m)| (f.to_string(), m.to_string()))
+                .collect();
+            assert_eq!(errors(&svc(&name, spec.clone())), want, "{spec}");
+        }
+    }
+}

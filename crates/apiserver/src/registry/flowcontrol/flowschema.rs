@@ -207,6 +207,7 @@ pub(crate) mod validation {
                 &format!("{k} is forbidden when subject kind is not '{other}'"),
             )
         };
+        // upstream checks the union's members in field order: serviceAccount, user, group
         match kind {
             "ServiceAccount" => {
                 let p = format!("{path}.serviceAccount");
@@ -249,22 +250,22 @@ pub(crate) mod validation {
                 }
             }
             "User" => {
-                named_subject(e, s, path, "user", "User");
                 if has("serviceAccount") {
                     forbid(e, "serviceAccount", "ServiceAccount");
                 }
+                named_subject(e, s, path, "user", "User");
                 if has("group") {
                     forbid(e, "group", "Group");
                 }
             }
             "Group" => {
-                named_subject(e, s, path, "group", "Group");
                 if has("serviceAccount") {
                     forbid(e, "serviceAccount", "ServiceAccount");
                 }
                 if has("user") {
                     forbid(e, "user", "User");
                 }
+                named_subject(e, s, path, "group", "Group");
             }
             other => e.not_supported(
                 &format!("{path}.kind"),

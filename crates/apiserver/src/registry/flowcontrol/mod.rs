@@ -6,6 +6,8 @@
 pub mod bootstrap;
 pub mod flowschema;
 pub mod prioritylevelconfiguration;
+#[cfg(test)]
+mod tests;
 
 /// The annotation saying whether the server keeps a bootstrap object's spec up to date.
 pub const AUTO_UPDATE_ANNOTATION: &str = "apf.kubernetes.io/autoupdate-spec";

@@ -148,7 +148,7 @@ pub(crate) mod validation {
                         e.invalid(
                             "spec.exempt.nominalConcurrencyShares",
                             Bad::Int(n),
-                            "must be a non-negative number",
+                            "must be a non-negative integer",
                         );
                     }
                     lendable(e, ex, "spec.exempt");
