@@ -179,9 +179,19 @@ impl Aggregator {
 
     /// One pass: local APIServices, then every APIService's availability.
     pub(crate) async fn reconcile(&self, api: &Arc<Api>) {
+        self.pass(api, true).await;
+    }
+
+    /// The pass at start: local APIServices and their condition only, so that a
+    /// slow aggregated server does not hold the start (the controller checks it next).
+    pub(crate) async fn reconcile_local(&self, api: &Arc<Api>) {
+        self.pass(api, false).await;
+    }
+
+    async fn pass(&self, api: &Arc<Api>, remote: bool) {
         user::scope(Arc::new(UserInfo::apiserver()), async {
             self.sync_local(api).await;
-            self.check_all(api).await;
+            self.check_all(api, remote).await;
         })
         .await;
     }
@@ -266,7 +276,7 @@ impl Aggregator {
         }
     }
 
-    async fn check_all(&self, api: &Arc<Api>) {
+    async fn check_all(&self, api: &Arc<Api>, remote: bool) {
         let Some(def) = apiservice_def() else {
             return;
         };
@@ -288,6 +298,9 @@ impl Aggregator {
                 )
             } else {
                 seen.push(key.clone());
+                if !remote {
+                    continue;
+                }
                 match self.check_remote(api, &svc).await {
                     Ok(remote) => {
                         self.set_remote(key, Some(remote));

@@ -481,7 +481,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         crate::registry::custom::CRD_RESOURCE,
         Arc::new(Arc::clone(&aggregator)),
     );
-    aggregator.reconcile(&api).await;
+    aggregator.reconcile_local(&api).await;
     tokio::spawn(mark_legacy_tokens_used(
         Arc::downgrade(&api),
         legacy_used_rx,
