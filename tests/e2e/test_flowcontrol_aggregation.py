@@ -253,3 +253,21 @@ def test_aggregated_api_is_proxied(fresh_server, wardle):
     checks = [s for s in Handler.seen if s["path"] == f"/apis/{GROUP}/v1alpha1"
               and s["user"] == "system:kube-aggregator"]
     assert checks and checks[0]["groups"] == ["system:masters"]
+
+
+def test_python_client_reads_the_new_kinds(api_client):
+    from kubernetes import client
+
+    fc = client.FlowcontrolApiserverV1Api(api_client)
+    schemas = {f.metadata.name: f for f in fc.list_flow_schema().items}
+    assert schemas["catch-all"].spec.distinguisher_method.type == "ByUser"
+    assert schemas["probes"].spec.rules[0].non_resource_rules[0].non_resource_urls == [
+        "/healthz", "/readyz", "/livez"]
+    levels = {p.metadata.name: p for p in fc.list_priority_level_configuration().items}
+    assert levels["exempt"].spec.exempt.nominal_concurrency_shares == 0
+    assert levels["system"].spec.limited.limit_response.queuing.hand_size == 6
+    ar = client.ApiregistrationV1Api(api_client)
+    services = {s.metadata.name: s for s in ar.list_api_service().items}
+    apps = services["v1.apps"]
+    assert (apps.spec.group_priority_minimum, apps.spec.version_priority) == (17800, 15)
+    assert apps.status.conditions[0].reason == "Local"
