@@ -159,6 +159,29 @@ RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{G
                             "kind": "Flunder", "verbs": ["get", "list"], "shortNames": ["fl"]}]}
 
 
+OPENAPI = {
+    "openapi": "3.0.0", "info": {"title": "wardle", "version": "v1alpha1"},
+    "paths": {f"/apis/{GROUP}/v1alpha1/namespaces/{{namespace}}/flunders/{{name}}": {"get": {
+        "responses": {"200": {"description": "OK", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/com.example.wardle.v1alpha1.Flunder"}}}}},
+        "x-kubernetes-action": "get",
+        "x-kubernetes-group-version-kind": {"group": GROUP, "kind": "Flunder",
+                                            "version": "v1alpha1"}}}},
+    "components": {"schemas": {"com.example.wardle.v1alpha1.Flunder": {
+        "type": "object", "description": "A Flunder is a test object.",
+        "properties": {
+            "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "description": "What the flunder wants.",
+                     "properties": {"reference": {"type": "string",
+                                                  "description": "The name of another flunder."}}},
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": GROUP, "kind": "Flunder", "version": "v1alpha1"}],
+    }}},
+}
+
+
 def certificates(tmp_path, dns_name):
     """A CA and a serving certificate for dns_name (openssl): (ca pem, cert path, key path)."""
     def run(*args):
@@ -187,6 +210,11 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path == f"/apis/{GROUP}/v1alpha1":
             body = RESOURCES
+        elif path == "/openapi/v3":
+            body = {"paths": {f"apis/{GROUP}/v1alpha1": {
+                "serverRelativeURL": f"/openapi/v3/apis/{GROUP}/v1alpha1?hash=0123"}}}
+        elif path == f"/openapi/v3/apis/{GROUP}/v1alpha1":
+            body = OPENAPI
         elif path in (f"/apis/{GROUP}/v1alpha1/namespaces/default/flunders",
                       f"/apis/{GROUP}/v1alpha1/flunders"):
             body = {"kind": "FlunderList", "apiVersion": f"{GROUP}/v1alpha1", "metadata": {},
@@ -245,6 +273,11 @@ def test_aggregated_api_is_proxied(fresh_server, wardle):
     assert "flunder-1" in out, out
     out = kubectl("get", "fl", "-n", "default", "-o", "name").stdout
     assert out.strip() == f"flunder.{GROUP}/flunder-1", out
+    # its OpenAPI document is listed and proxied: kubectl explain works
+    index = json.loads(kubectl("get", "--raw", "/openapi/v3").stdout)
+    assert f"apis/{GROUP}/v1alpha1" in index["paths"]
+    out = kubectl("explain", "flunders.spec").stdout
+    assert "What the flunder wants." in out and "reference" in out, out
     proxied = [s for s in Handler.seen if "/flunders" in s["path"]]
     assert proxied, Handler.seen
     assert proxied[-1]["user"] == "kubernetes-admin"

@@ -40,6 +40,11 @@ pub trait Aggregation: Send + Sync {
     fn extend_group_list(&self, catalog: &Catalog, list: &mut serde_json::Value);
     /// Add the groups of other servers to an aggregated `/apis` answer.
     fn extend_aggregated(&self, catalog: &Catalog, list: &mut serde_json::Value);
+    /// The `/openapi/v3` index entries (path, `serverRelativeURL`) of aggregated group
+    /// versions.
+    fn openapi_paths(&self) -> Vec<(String, String)>;
+    /// The aggregated group version whose server answers `/openapi/v3/<doc>`, if any.
+    fn openapi_proxies(&self, catalog: &Catalog, doc: &str) -> Option<(String, String)>;
     /// Proxy the request to the server of `group`/`version` as `user`.
     fn proxy<'a>(
         &'a self,
@@ -166,13 +171,37 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
             return r;
         }
         "/openapi/v3" | "/openapi/v3/" => {
-            let mut r = Response::new(Body::from(state.api.openapi().index.clone()));
+            let mut index = state.api.openapi().index.clone();
+            if let Some(agg) = &state.aggregator {
+                // the documents of aggregated group versions, as the aggregator merges them
+                let extra = agg.openapi_paths();
+                if let (false, Ok(mut v)) = (
+                    extra.is_empty(),
+                    serde_json::from_slice::<serde_json::Value>(&index),
+                ) {
+                    for (path, url) in extra {
+                        v["paths"][path] = serde_json::json!({ "serverRelativeURL": url });
+                    }
+                    index = serde_json::to_vec(&v).unwrap_or_default().into();
+                }
+            }
+            let mut r = Response::new(Body::from(index));
             r.headers_mut()
                 .insert("content-type", HeaderValue::from_static("application/json"));
             return r;
         }
         p if p.starts_with("/openapi/v3/") => {
-            return openapi_document(&state, &p["/openapi/v3/".len()..], &query, &parts.headers)
+            let doc = p["/openapi/v3/".len()..].trim_end_matches('/');
+            if let Some((g, v)) = state
+                .aggregator
+                .as_ref()
+                .and_then(|a| a.openapi_proxies(&state.api.catalog(), doc))
+            {
+                if let Some(agg) = &state.aggregator {
+                    return agg.proxy(&g, &v, &parts, body, &user).await;
+                }
+            }
+            return openapi_document(&state, doc, &query, &parts.headers);
         }
         _ => {}
     }

@@ -87,6 +87,8 @@ struct Remote {
     tls: Arc<rustls::ClientConfig>,
     /// The `APIResourceList` it answered discovery with.
     resources: Value,
+    /// Its `/openapi/v3` index entry for the group version: (path, serverRelativeURL).
+    openapi: Option<(String, String)>,
 }
 
 /// The aggregator's state, shared by the HTTP layer (proxy, discovery) and the
@@ -474,7 +476,9 @@ impl Aggregator {
             .map_err(|e| fail(e.to_string()))?
             .to_bytes();
         let resources: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let openapi = openapi_entry(&address, &server_name, &tls, &group, &version).await;
         Ok(Remote {
+            openapi,
             name: str_at(svc, "/metadata/name").to_string(),
             group,
             version,
@@ -697,7 +701,77 @@ impl Aggregator {
     }
 }
 
+/// The aggregated server's `/openapi/v3` index entry for `group`/`version`, if it
+/// publishes one (its absence does not make the APIService unavailable).
+async fn openapi_entry(
+    address: &str,
+    server_name: &str,
+    tls: &Arc<rustls::ClientConfig>,
+    group: &str,
+    version: &str,
+) -> Option<(String, String)> {
+    let mut headers = HeaderMap::new();
+    headers.insert("accept", HeaderValue::from_static("application/json"));
+    headers.insert(
+        "x-remote-user",
+        HeaderValue::from_static("system:kube-aggregator"),
+    );
+    headers.insert("x-remote-group", HeaderValue::from_static("system:masters"));
+    let answer = tokio::time::timeout(
+        CHECK_TIMEOUT,
+        send(
+            address,
+            server_name,
+            tls,
+            Method::GET,
+            "/openapi/v3",
+            headers,
+            Body::empty(),
+        ),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    if !answer.status().is_success() {
+        return None;
+    }
+    let body = http_body_util::Limited::new(answer.into_body(), MAX_DISCOVERY)
+        .collect()
+        .await
+        .ok()?
+        .to_bytes();
+    let index: Value = serde_json::from_slice(&body).ok()?;
+    let path = if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    };
+    let url = index
+        .pointer(&format!(
+            "/paths/{}",
+            path.replace('~', "~0").replace('/', "~1")
+        ))
+        .and_then(|p| p.get("serverRelativeURL"))
+        .and_then(Value::as_str)?
+        .to_string();
+    Some((path, url))
+}
+
 impl crate::endpoints::http::Aggregation for Aggregator {
+    fn openapi_paths(&self) -> Vec<(String, String)> {
+        self.remotes()
+            .into_iter()
+            .filter_map(|r| r.openapi)
+            .collect()
+    }
+
+    fn openapi_proxies(&self, catalog: &Catalog, doc: &str) -> Option<(String, String)> {
+        let rest = doc.strip_prefix("apis/")?;
+        let (g, v) = rest.split_once('/')?;
+        (!v.contains('/') && self.proxies_impl(catalog, g, v))
+            .then(|| (g.to_string(), v.to_string()))
+    }
+
     fn group(&self, catalog: &Catalog, group: &str) -> Option<Value> {
         self.group_impl(catalog, group)
     }
