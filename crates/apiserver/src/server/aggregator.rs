@@ -146,6 +146,21 @@ impl Aggregator {
         r.get(&(group.to_string(), version.to_string())).cloned()
     }
 
+    fn no_remotes(&self) -> bool {
+        match self.remotes.read() {
+            Ok(r) => r.is_empty(),
+            Err(p) => p.into_inner().is_empty(),
+        }
+    }
+
+    fn has_remote(&self, group: &str, version: &str) -> bool {
+        let r = match self.remotes.read() {
+            Ok(r) => r,
+            Err(p) => p.into_inner(),
+        };
+        !r.is_empty() && r.contains_key(&(group.to_string(), version.to_string()))
+    }
+
     fn set_remote(&self, key: (String, String), remote: Option<Remote>) {
         let mut r = match self.remotes.write() {
             Ok(r) => r,
@@ -589,7 +604,7 @@ impl Aggregator {
 
     /// `/apis/<group>` of a group only remote APIServices serve.
     fn group_impl(&self, catalog: &Catalog, group: &str) -> Option<Value> {
-        if !catalog.versions(group).is_empty() {
+        if self.no_remotes() || !catalog.versions(group).is_empty() {
             return None;
         }
         let (_, _, mut g) = self.group_entry(group)?;
@@ -600,7 +615,8 @@ impl Aggregator {
 
     /// Whether requests under `/apis/<group>/<version>` go to another server.
     fn proxies_impl(&self, catalog: &Catalog, group: &str, version: &str) -> bool {
-        !catalog.versions(group).contains(&version) && self.remote(group, version).is_some()
+        // the map is checked first: it is empty unless APIServices are served elsewhere
+        self.has_remote(group, version) && !catalog.versions(group).contains(&version)
     }
 
     /// Proxy a request to the service of the available APIService of
