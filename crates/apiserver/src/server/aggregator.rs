@@ -34,6 +34,8 @@ pub const AUTO_MANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged"
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often every APIService is checked again without a change to trigger it.
 const RESYNC: Duration = Duration::from_secs(10);
+/// How often the controller looks whether the served group versions changed.
+const CATALOG_POLL: Duration = Duration::from_secs(1);
 /// Largest discovery document read.
 const MAX_DISCOVERY: usize = 8 * 1024 * 1024;
 
@@ -178,17 +180,29 @@ impl Aggregator {
     pub(crate) fn spawn(self: &Arc<Self>, api: Weak<Api>, stop: CancellationToken) {
         let this = Arc::clone(self);
         tokio::spawn(async move {
+            // the catalogue a pass saw: a CRD's served versions change it without a
+            // write through the API (its cleanup ends inside the server)
+            let mut seen: Option<Arc<Catalog>> = None;
+            let mut last = tokio::time::Instant::now();
+            let mut woken = true;
             loop {
                 {
                     let Some(api) = api.upgrade() else {
                         return;
                     };
-                    this.reconcile(&api).await;
+                    let catalog = api.catalog();
+                    let changed = seen.as_ref().is_none_or(|c| !Arc::ptr_eq(c, &catalog));
+                    if woken || changed || last.elapsed() >= RESYNC {
+                        woken = false;
+                        seen = Some(catalog);
+                        last = tokio::time::Instant::now();
+                        this.reconcile(&api).await;
+                    }
                 }
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = this.wake.notified() => {}
-                    _ = tokio::time::sleep(RESYNC) => {}
+                    _ = this.wake.notified() => woken = true,
+                    _ = tokio::time::sleep(CATALOG_POLL) => {}
                 }
             }
         });
