@@ -642,6 +642,8 @@ pub fn syntax_error(src: &str) -> Option<String> {
     parse::parse(src)
         .err()
         .map(|i| format!("compilation failed: {}", render_issues(src, &[i])))
+}
+
 /// Evaluates a boolean CEL `expression` with each of `vars` bound to a JSON value,
 /// dynamically typed (`null` for an absent value): what admission webhooks'
 /// `matchConditions` need (`object`, `oldObject`, `request`). `Err` carries a
