@@ -167,6 +167,12 @@ impl Checker {
             Kind::Comp2(..) => self.k_comp2_11(e),
             Kind::Bind(..) => self.k_bind_12(e),
             Kind::Call(target, name, args) => self.call(e, target.as_deref(), name, args),
+            Kind::Struct(_, fields) => {
+                for (_, v, _) in fields {
+                    self.check(v)?;
+                }
+                Ok(Ty::Dyn)
+            }
         }
     }
 
@@ -780,5 +786,6 @@ fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             walk(k, f);
             walk(v, f);
         }),
+        Kind::Struct(_, fields) => fields.iter().for_each(|(_, v, _)| walk(v, f)),
     }
 }

@@ -136,6 +136,7 @@ pub fn eval(e: &Expr, env: &mut Env) -> R {
         Kind::Comp2(m, range, v1, v2, args) => comprehension2(*m, range, v1, v2, args, env),
         Kind::Bind(..) => e_bind_8(e, env),
         Kind::Call(..) => e_call_9(e, env),
+        Kind::Struct(..) => e_struct(e, env),
     }
 }
 
@@ -234,6 +235,29 @@ fn e_map_3(e: &Expr, env: &mut Env) -> R {
         }
         _ => Err(no_overload()),
     }
+}
+
+/// Object construction: a map marked as an object (absent optional fields are left out).
+#[inline(never)]
+fn e_struct(e: &Expr, env: &mut Env) -> R {
+    let Kind::Struct(_, fields) = &e.kind else {
+        return Err(no_overload());
+    };
+    let mut out: Vec<(Val, Val)> = Vec::new();
+    for (name, v, optional) in fields {
+        let v = chk(eval(v, env)?)?;
+        let v = match (optional, v) {
+            (true, Val::Optional(None)) => continue,
+            (true, Val::Optional(Some(x))) => *x,
+            (_, v) => v,
+        };
+        let k = s(name);
+        if map_get(&out, &k).is_some() {
+            return Err(format!("Failed with repeated key: {name}"));
+        }
+        out.push((k, v));
+    }
+    Ok(Val::Map(Rc::new(out), true))
 }
 
 #[inline(never)]

@@ -19,6 +19,7 @@ fn list(v: Vec<Val>) -> Val {
 
 /// Names of global functions known to the checker.
 pub const GLOBALS: &[&str] = &[
+    "jsonpatch.escapeKey",
     "size",
     "int",
     "uint",
@@ -47,6 +48,18 @@ pub const GLOBALS: &[&str] = &[
 
 /// Names of receiver-style functions known to the checker.
 pub const MEMBERS: &[&str] = &[
+    "path",
+    "group",
+    "serviceAccount",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "check",
+    "allowed",
+    "reason",
+    "errored",
+    "error",
     "size",
     "contains",
     "startsWith",
@@ -259,6 +272,12 @@ fn global(name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
     }
     let x = a.pop().unwrap_or(Val::Null);
     match name {
+        "jsonpatch.escapeKey" => {
+            let Val::Str(k) = &x else {
+                return Err(no());
+            };
+            Ok(Val::Str(Rc::from(k.replace('~', "~0").replace('/', "~1").as_str())))
+        }
         "isIP" | "isCIDR" | "ip.isCanonical" => {
             let Val::Str(s) = &x else {
                 return Err(no());
@@ -417,7 +436,87 @@ pub fn fmt_double(d: f64) -> String {
     format!("{d}")
 }
 
+/// The `authorizer` library: building a check, running it, reading the decision.
+fn authz_member(stage: &str, mut c: eval::Authz, t: &Val, name: &str, a: &[Val], env: &mut Env) -> R {
+    let arg = |i: usize| match a.get(i) {
+        Some(Val::Str(x)) => Ok(x.to_string()),
+        _ => Err(no()),
+    };
+    match (stage, name, a.len()) {
+        ("authorizer", "path", 1) => {
+            c.path = Some(arg(0)?);
+            Ok(eval::authz_check("path", &c))
+        }
+        ("authorizer", "group", 1) => {
+            c.group = arg(0)?;
+            Ok(eval::authz_check("group", &c))
+        }
+        ("authorizer", "serviceAccount", 2) => {
+            let mut m = match t {
+                Val::Map(m, _) => (**m).clone(),
+                _ => return Err(no()),
+            };
+            m.retain(|(k, _)| !matches!(k, Val::Str(x) if x.starts_with("\u{0}sa")));
+            m.push((Val::Str(Rc::from("\u{0}saNamespace")), Val::Str(Rc::from(arg(0)?.as_str()))));
+            m.push((Val::Str(Rc::from("\u{0}saName")), Val::Str(Rc::from(arg(1)?.as_str()))));
+            m.retain(|(k, _)| !matches!(k, Val::Str(x) if &**x == "requestResource"));
+            Ok(Val::Map(Rc::new(m), true))
+        }
+        ("group", "resource", 1) => {
+            c.resource = arg(0)?;
+            Ok(eval::authz_check("resource", &c))
+        }
+        ("resource", "subresource" | "namespace" | "name", 1) => {
+            let v = arg(0)?;
+            match name {
+                "subresource" => c.subresource = v,
+                "namespace" => c.namespace = v,
+                _ => c.name = v,
+            }
+            Ok(eval::authz_check("resource", &c))
+        }
+        ("resource" | "path", "check", 1) => {
+            let verb = arg(0)?;
+            eval::set_charge(env, 350_000)?;
+            let (decision, reason, error) = match &env.authorizer {
+                Some(f) => match f(&c, &verb) {
+                    Ok((d, r)) => (d, r, String::new()),
+                    Err(e) => ("noOpinion", String::new(), e),
+                },
+                None => ("noOpinion", String::new(), String::new()),
+            };
+            let m = vec![
+                (Val::Str(Rc::from("\u{0}authz")), Val::Str(Rc::from("decision"))),
+                (Val::Str(Rc::from("\u{0}decision")), Val::Str(Rc::from(decision))),
+                (Val::Str(Rc::from("\u{0}reason")), Val::Str(Rc::from(reason.as_str()))),
+                (Val::Str(Rc::from("\u{0}error")), Val::Str(Rc::from(error.as_str()))),
+            ];
+            Ok(Val::Map(Rc::new(m), true))
+        }
+        ("decision", "allowed" | "reason" | "errored" | "error", 0) => {
+            let get = |k: &str| match t {
+                Val::Map(m, _) => m.iter().find_map(|(kk, vv)| match (kk, vv) {
+                    (Val::Str(a), Val::Str(b)) if &**a == k => Some(b.to_string()),
+                    _ => None,
+                }),
+                _ => None,
+            }
+            .unwrap_or_default();
+            Ok(match name {
+                "allowed" => Val::Bool(get("\u{0}decision") == "allow"),
+                "reason" => Val::Str(Rc::from(get("\u{0}reason").as_str())),
+                "errored" => Val::Bool(!get("\u{0}error").is_empty()),
+                _ => Val::Str(Rc::from(get("\u{0}error").as_str())),
+            })
+        }
+        _ => Err(no()),
+    }
+}
+
 fn member(t: Val, name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
+    if let Some((stage, c)) = eval::authz_of(&t) {
+        return authz_member(&stage, c, &t, name, &a, env);
+    }
     match (&t, name, a.len()) {
         (Val::Optional(o), "hasValue", 0) => return Ok(Val::Bool(o.is_some())),
         (Val::Optional(o), "value", 0) => {

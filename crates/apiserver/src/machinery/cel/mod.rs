@@ -14,6 +14,7 @@
 //! at the node's own correlated old value (not the nearest correlatable parent),
 //! and no "oldSelf on uncorrelatable schema" check.
 
+pub mod admission;
 mod check;
 mod eval;
 mod funcs;

@@ -21,6 +21,88 @@ pub struct Env {
     pub budget: i64,
     /// Cost consumed so far.
     pub used: i64,
+    /// What answers the `authorizer` library's checks (admission policies).
+    pub authorizer: Option<Rc<AuthorizerFn>>,
+}
+
+/// One check of the `authorizer` library (upstream `k8s.io/apiserver/pkg/cel/library/authz.go`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Authz {
+    /// A non-resource path (`authorizer.path('/healthz')`).
+    pub path: Option<String>,
+    /// API group.
+    pub group: String,
+    /// Resource (plural).
+    pub resource: String,
+    /// Subresource.
+    pub subresource: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Object name.
+    pub name: String,
+    /// The service account to check instead of the requesting user (`namespace`, `name`).
+    pub service_account: Option<(String, String)>,
+}
+
+/// Answers a check: `(decision, reason)` where decision is `allow`, `deny` or `noOpinion`
+/// (`Err`: the authorizer failed).
+pub type AuthorizerFn = dyn Fn(&Authz, &str) -> Result<(&'static str, String), String>;
+
+const AUTHZ: &str = "\u{0}authz";
+
+/// The value of the `authorizer` variable, with `requestResource` when given.
+pub fn authorizer_val(request_resource: Option<Authz>) -> Val {
+    let mut m = vec![(s(AUTHZ), s("authorizer"))];
+    if let Some(rr) = request_resource {
+        m.push((s("requestResource"), authz_check("resource", &rr)));
+    }
+    Val::Map(Rc::new(m), true)
+}
+
+/// A stage of an authorizer check as a value (`group`, `resource`, `path` checks).
+pub(crate) fn authz_check(stage: &str, a: &Authz) -> Val {
+    let mut m = vec![
+        (s(AUTHZ), s(stage)),
+        (s("\u{0}group"), s(&a.group)),
+        (s("\u{0}resource"), s(&a.resource)),
+        (s("\u{0}subresource"), s(&a.subresource)),
+        (s("\u{0}namespace"), s(&a.namespace)),
+        (s("\u{0}name"), s(&a.name)),
+    ];
+    if let Some(p) = &a.path {
+        m.push((s("\u{0}path"), s(p)));
+    }
+    if let Some((ns, n)) = &a.service_account {
+        m.push((s("\u{0}saNamespace"), s(ns)));
+        m.push((s("\u{0}saName"), s(n)));
+    }
+    Val::Map(Rc::new(m), true)
+}
+
+/// The stage and check of an authorizer value, if `v` is one.
+pub(crate) fn authz_of(v: &Val) -> Option<(String, Authz)> {
+    let Val::Map(m, true) = v else { return None };
+    let get = |k: &str| -> Option<String> {
+        m.iter().find_map(|(kk, vv)| match (kk, vv) {
+            (Val::Str(a), Val::Str(b)) if &**a == k => Some(b.to_string()),
+            _ => None,
+        })
+    };
+    let stage = get(AUTHZ)?;
+    let g = |k: &str| get(&format!("\u{0}{k}")).unwrap_or_default();
+    let sa = get("\u{0}saName").map(|n| (g("saNamespace"), n));
+    Some((
+        stage,
+        Authz {
+            path: get("\u{0}path"),
+            group: g("group"),
+            resource: g("resource"),
+            subresource: g("subresource"),
+            namespace: g("namespace"),
+            name: g("name"),
+            service_account: sa,
+        },
+    ))
 }
 
 impl Env {
@@ -30,6 +112,7 @@ impl Env {
             vars,
             budget,
             used: 0,
+            authorizer: None,
         }
     }
     pub(crate) fn lookup(&self, n: &str) -> Option<&Val> {

@@ -79,6 +79,19 @@ pub enum Kind {
     Comp2(Macro2, Box<Expr>, String, String, Vec<Expr>),
     /// `cel.bind(var, init, body)`.
     Bind(String, Box<Expr>, Box<Expr>),
+    /// Object construction `Type.name{field: value, ?optField: optValue}` (the message
+    /// syntax admission policies use: `Object{spec: Object.spec{replicas: 3}}`,
+    /// `JSONPatch{op: "add", ...}`); the bool marks optional fields.
+    Struct(String, Vec<(String, Expr, bool)>),
+}
+
+/// The dotted name of an identifier or of a chain of plain selections (`a.b.c`).
+pub fn qualified_name(e: &Expr) -> Option<String> {
+    match &e.kind {
+        Kind::Ident(n) => Some(n.clone()),
+        Kind::Select(op, f, false) => qualified_name(op).map(|q| format!("{q}.{f}")),
+        _ => None,
+    }
 }
 
 /// A compile issue at a byte offset.
@@ -699,9 +712,61 @@ impl Parser {
                     pos,
                     kind: Kind::Index(Box::new(e), Box::new(idx), optional),
                 };
+            } else if self.is_op("{") && qualified_name(&e).is_some() {
+                let pos = self.pos();
+                self.bump();
+                let name = qualified_name(&e).unwrap_or_default();
+                e = Expr {
+                    pos,
+                    kind: Kind::Struct(name, self.struct_fields()?),
+                };
             } else {
                 return Ok(e);
             }
+        }
+    }
+    /// The field initializers of an object construction, after its `{`.
+    fn struct_fields(&mut self) -> Result<Vec<(String, Expr, bool)>, Issue> {
+        self.depth += GROUP_WEIGHT;
+        let r = self.struct_fields_inner();
+        self.depth -= GROUP_WEIGHT;
+        r
+    }
+
+    fn struct_fields_inner(&mut self) -> Result<Vec<(String, Expr, bool)>, Issue> {
+        let mut out = Vec::new();
+        loop {
+            if self.is_op("}") {
+                self.bump();
+                return Ok(out);
+            }
+            let optional = if self.is_op("?") {
+                self.bump();
+                true
+            } else {
+                false
+            };
+            let name = match self.bump() {
+                (Tok::Ident(n), _) => n,
+                (t, p) => {
+                    return Err(Issue {
+                        pos: p,
+                        msg: format!(
+                            "Syntax error: mismatched input '{}' expecting IDENTIFIER",
+                            tok_text(&t)
+                        ),
+                    })
+                }
+            };
+            self.expect(":")?;
+            let v = self.expr()?;
+            out.push((name, v, optional));
+            if self.is_op(",") {
+                self.bump();
+                continue;
+            }
+            self.expect("}")?;
+            return Ok(out);
         }
     }
     fn args(&mut self, close: &'static str) -> Result<Vec<Expr>, Issue> {
@@ -930,7 +995,7 @@ fn make_member_call(pos: usize, target: Expr, name: String, mut args: Vec<Expr>)
     if let Kind::Ident(ns) = &target.kind {
         if matches!(
             ns.as_str(),
-            "optional" | "math" | "strings" | "lists" | "sets" | "ip"
+            "optional" | "math" | "strings" | "lists" | "sets" | "ip" | "jsonpatch"
         ) && !RESERVED.contains(&ns.as_str())
         {
             return Ok(Expr {

@@ -1,0 +1,298 @@
+//! CEL for admission policies (upstream `k8s.io/apiserver/pkg/admission/plugin/cel` and
+//! `.../policy/validating`, `.../policy/mutating`): expressions compiled once against
+//! dynamically typed variables (`object`, `oldObject`, `request`, `params`,
+//! `namespaceObject`, `variables`, `authorizer`), evaluated on JSON data, with results
+//! converted back to JSON (booleans, message strings, apply configurations, JSON
+//! patches).
+
+use serde_json::Value as J;
+
+use super::check::{Checker, Ty};
+use super::eval::{self, Env, Val, COST_EXCEEDED};
+use super::parse::{self, render_issues, Expr};
+
+/// Upstream's per-expression cost limit of admission expressions (`PerCallLimit`).
+pub const PER_CALL_LIMIT: i64 = super::PER_CALL_LIMIT;
+/// Upstream's cost budget of all expressions of one policy for one request
+/// (`RuntimeCELCostBudget`).
+pub const RUNTIME_BUDGET: i64 = super::RUNTIME_BUDGET;
+
+/// What a compiled expression must evaluate to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// A bool (validations, match conditions).
+    Bool,
+    /// A string (`messageExpression`, audit annotation values may also be null).
+    String,
+    /// Anything (variables, mutations).
+    Any,
+}
+
+/// One compiled admission expression.
+#[derive(Clone, Debug)]
+pub struct Program {
+    expr: Expr,
+}
+
+/// Compile `src` with `vars` declared (as `dyn`); the error is upstream's
+/// `compilation failed: ERROR: <input>:1:2: ...` text.
+pub fn compile(src: &str, vars: &[&str], want: Want) -> Result<Program, String> {
+    let e = parse::parse(src)
+        .map_err(|i| format!("compilation failed: {}", render_issues(src, &[i])))?;
+    let decl: Vec<(String, Ty)> = vars.iter().map(|v| (v.to_string(), Ty::Dyn)).collect();
+    match Checker::new(decl).check(&e) {
+        Err(i) if i.pos == usize::MAX => return Err(i.msg),
+        Err(i) => {
+            return Err(format!(
+                "compilation failed: {}",
+                render_issues(src, &[i])
+            ))
+        }
+        Ok(t) => match (want, t) {
+            (Want::Bool, Ty::Bool | Ty::Dyn) => {}
+            (Want::String, Ty::String | Ty::Dyn) => {}
+            (Want::Any, _) => {}
+            (Want::Bool, t) => {
+                return Err(format!(
+                    "compilation failed: expected type bool but found {}",
+                    ty_name(&t)
+                ))
+            }
+            (Want::String, t) => {
+                return Err(format!(
+                    "compilation failed: expected type string but found {}",
+                    ty_name(&t)
+                ))
+            }
+        },
+    }
+    Ok(Program { expr: e })
+}
+
+fn ty_name(t: &Ty) -> String {
+    format!("{t:?}").to_lowercase()
+}
+
+/// The variables of one evaluation. Not `Send`: build it, evaluate, drop it, all
+/// without awaiting in between.
+pub struct Activation {
+    vars: Vec<(String, Val)>,
+    variables: Vec<(Val, Val)>,
+    /// Cost used so far by the evaluations on this activation.
+    pub used: i64,
+    authorizer: Option<std::rc::Rc<eval::AuthorizerFn>>,
+}
+
+impl Default for Activation {
+    fn default() -> Self {
+        Activation::new()
+    }
+}
+
+impl Activation {
+    /// An activation without variables.
+    pub fn new() -> Activation {
+        Activation {
+            vars: Vec::new(),
+            variables: Vec::new(),
+            used: 0,
+            authorizer: None,
+        }
+    }
+
+    /// Bind `name` to JSON data (`null` stays `null`).
+    pub fn bind_json(&mut self, name: &str, v: &J) {
+        self.vars.push((name.to_string(), eval::json_dyn(v)));
+    }
+
+    /// Declare the `authorizer` variable answered by `f`, for the user `user` (as
+    /// `authorizer`) and `authorizer.requestResource` from `request`.
+    pub fn bind_authorizer(&mut self, f: Box<eval::AuthorizerFn>, request_resource: eval::Authz) {
+        self.authorizer = Some(std::rc::Rc::from(f));
+        self.vars
+            .push(("authorizer".into(), eval::authorizer_val(Some(request_resource))));
+    }
+
+    fn env(&self, budget: i64) -> Env {
+        let mut vars = self.vars.clone();
+        vars.push((
+            "variables".into(),
+            Val::Map(std::rc::Rc::new(self.variables.clone()), true),
+        ));
+        let mut env = Env::new(vars, budget);
+        env.authorizer = self.authorizer.clone();
+        env
+    }
+
+    /// Evaluate variable `name` (`variables.<name>` in later expressions): an error is
+    /// kept and raised where the variable is used, as upstream's lazy evaluation does.
+    pub fn add_variable(&mut self, name: &str, p: Option<&Program>, compile_error: Option<&str>) {
+        let v = match (p, compile_error) {
+            (Some(p), _) => {
+                let mut env = self.env(PER_CALL_LIMIT);
+                let r = eval::eval(&p.expr, &mut env);
+                self.used += env.used;
+                match r {
+                    Ok(v) => v,
+                    Err(e) => Val::Err(std::rc::Rc::from(e.as_str())),
+                }
+            }
+            (None, e) => Val::Err(std::rc::Rc::from(e.unwrap_or("compilation failed"))),
+        };
+        self.variables.push((eval::s(name), v));
+    }
+
+    /// Evaluate `p` and convert its result to JSON. Errors are cel-go's texts
+    /// (`no such key: x`, `operation cancelled: actual cost limit exceeded`, ...).
+    pub fn eval(&mut self, p: &Program) -> Result<J, String> {
+        let mut env = self.env(PER_CALL_LIMIT);
+        let r = eval::eval(&p.expr, &mut env);
+        self.used += env.used;
+        match r {
+            Ok(Val::Err(e)) => Err(e.to_string()),
+            Ok(v) => to_json(&v),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the cost budget of the request is spent.
+    pub fn over_budget(&self) -> bool {
+        self.used > RUNTIME_BUDGET
+    }
+}
+
+/// Whether `e` is the cost-limit error.
+pub fn is_cost_error(e: &str) -> bool {
+    e == COST_EXCEEDED
+}
+
+/// A CEL value as JSON (durations and timestamps as their string forms, bytes base64).
+pub fn to_json(v: &Val) -> Result<J, String> {
+    Ok(match v {
+        Val::Null => J::Null,
+        Val::Bool(b) => J::Bool(*b),
+        Val::Int(i) => J::from(*i),
+        Val::Uint(u) => J::from(*u),
+        Val::Double(d) => serde_json::Number::from_f64(*d)
+            .map(J::Number)
+            .unwrap_or(J::Null),
+        Val::Str(s) => J::String(s.to_string()),
+        Val::Bytes(b) => J::String(base64(b)),
+        Val::List(l, _) => J::Array(l.iter().map(to_json).collect::<Result<_, _>>()?),
+        Val::Map(m, _) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m.iter() {
+                let key = match k {
+                    Val::Str(s) => s.to_string(),
+                    Val::Int(i) => i.to_string(),
+                    Val::Uint(u) => u.to_string(),
+                    Val::Bool(b) => b.to_string(),
+                    _ => return Err("unsupported map key type".into()),
+                };
+                if key.starts_with('\u{0}') {
+                    return Err("unsupported type: authorizer".into());
+                }
+                out.insert(key, to_json(x)?);
+            }
+            J::Object(out)
+        }
+        Val::Duration(d) => J::String(eval::fmt_dur(*d)),
+        Val::Timestamp(t) => J::String(eval::fmt_ts(*t)),
+        Val::Type(t) => J::String(t.to_string()),
+        Val::Optional(o) => match o {
+            Some(x) => to_json(x)?,
+            None => J::Null,
+        },
+        Val::Err(e) => return Err(e.to_string()),
+    })
+}
+
+fn base64(b: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(src: &str, obj: J) -> Result<J, String> {
+        let p = compile(src, &["object", "oldObject", "params", "variables"], Want::Any)?;
+        let mut a = Activation::new();
+        a.bind_json("object", &obj);
+        a.bind_json("oldObject", &J::Null);
+        a.eval(&p)
+    }
+
+    #[test]
+    fn dynamic_objects() {
+        let d = json!({"spec": {"replicas": 7}, "metadata": {"labels": {"a": "b"}}});
+        assert_eq!(run("object.spec.replicas <= 5", d.clone()), Ok(json!(false)));
+        assert_eq!(run("has(object.spec.paused)", d.clone()), Ok(json!(false)));
+        assert_eq!(run("oldObject == null", d.clone()), Ok(json!(true)));
+        assert_eq!(
+            run("object.metadata.labels['a'] + '!'", d.clone()),
+            Ok(json!("b!"))
+        );
+        assert_eq!(
+            run("object.spec.foo", d),
+            Err("no such key: foo".to_string())
+        );
+    }
+
+    #[test]
+    fn object_construction() {
+        let d = json!({});
+        assert_eq!(
+            run("Object{spec: Object.spec{replicas: 3}}", d.clone()),
+            Ok(json!({"spec": {"replicas": 3}}))
+        );
+        assert_eq!(
+            run(
+                "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('a/b~c'), value: 'x'}]",
+                d.clone()
+            ),
+            Ok(json!([{"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "x"}]))
+        );
+        assert_eq!(
+            run("Object{?spec: optional.none(), kind: 'X'}", d),
+            Ok(json!({"kind": "X"}))
+        );
+    }
+
+    #[test]
+    fn variables_are_lazy_errors() {
+        let p = compile("object.spec.missing", &["object"], Want::Any).unwrap();
+        let q = compile("variables.ok == 1", &["object", "variables"], Want::Bool).unwrap();
+        let r = compile("variables.bad == 1", &["object", "variables"], Want::Bool).unwrap();
+        let one = compile("1", &[], Want::Any).unwrap();
+        let mut a = Activation::new();
+        a.bind_json("object", &json!({"spec": {}}));
+        a.add_variable("bad", Some(&p), None);
+        a.add_variable("ok", Some(&one), None);
+        assert_eq!(a.eval(&q), Ok(json!(true)));
+        assert_eq!(a.eval(&r), Err("no such key: missing".to_string()));
+    }
+
+    #[test]
+    fn compile_errors() {
+        let e = compile("object.", &["object"], Want::Bool).unwrap_err();
+        assert!(e.starts_with("compilation failed: ERROR: <input>:1:8"), "{e}");
+        let e = compile("nope == 1", &["object"], Want::Bool).unwrap_err();
+        assert!(e.contains("undeclared reference to 'nope'"), "{e}");
+        let e = compile("'a'", &["object"], Want::Bool).unwrap_err();
+        assert!(e.contains("expected type bool"), "{e}");
+    }
+}
