@@ -21,6 +21,8 @@
 
 pub mod webhook;
 
+pub mod policy;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;

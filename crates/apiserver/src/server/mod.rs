@@ -461,6 +461,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         crate::registry::custom::CRD_RESOURCE,
         Arc::new(Arc::clone(&crd_controller)),
     );
+    // the dynamic admission plugins, in upstream's order: MutatingAdmissionPolicy,
+    // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook
+    let mutating_policies = crate::admission::policy::MutatingPolicies::install(&api);
+    api.admission.register(mutating_policies);
+    let validating_policies = crate::admission::policy::ValidatingPolicies::install(&api);
+    api.admission.register(validating_policies);
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
     // API Priority and Fairness: bootstrap configuration and FlowSchema status

@@ -3,6 +3,7 @@
 //! the build small and fast.
 
 mod aggregation;
+mod admission_policies;
 mod authn;
 mod common;
 mod crds;

@@ -69,6 +69,39 @@ pub fn compile(src: &str, vars: &[&str], want: Want) -> Result<Program, String> 
     Ok(Program { expr: e })
 }
 
+thread_local! {
+    /// Programs parsed on this thread, by source, variables and result kind.
+    static PROGRAMS: std::cell::RefCell<std::collections::HashMap<(String, usize, u8), std::rc::Rc<Program>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Run `f` on the program of `src` (compiled on first use on this thread, kept
+/// afterwards; the compiled tree is not `Send`, so each worker thread keeps its own).
+pub fn with_program<T>(
+    src: &str,
+    vars: &'static [&'static str],
+    want: Want,
+    f: impl FnOnce(&Program) -> Result<T, String>,
+) -> Result<T, String> {
+    let key = (src.to_string(), vars.as_ptr() as usize, want as u8);
+    let cached = PROGRAMS.with(|c| c.borrow().get(&key).cloned());
+    let p = match cached {
+        Some(p) => p,
+        None => {
+            let p = std::rc::Rc::new(compile(src, vars, want)?);
+            PROGRAMS.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() > 4096 {
+                    c.clear();
+                }
+                c.insert(key, p.clone());
+            });
+            p
+        }
+    };
+    f(&p)
+}
+
 fn ty_name(t: &Ty) -> String {
     format!("{t:?}").to_lowercase()
 }
@@ -138,6 +171,20 @@ impl Activation {
                 }
             }
             (None, e) => Val::Err(std::rc::Rc::from(e.unwrap_or("compilation failed"))),
+        };
+        self.variables.push((eval::s(name), v));
+    }
+
+    /// Add variable `name` with the value `f` computes on this activation (JSON); an
+    /// error is kept and raised where the variable is used.
+    pub fn add_variable_with(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Activation) -> Result<J, String>,
+    ) {
+        let v = match f(self) {
+            Ok(v) => eval::json_dyn(&v),
+            Err(e) => Val::Err(std::rc::Rc::from(e.as_str())),
         };
         self.variables.push((eval::s(name), v));
     }

@@ -1,0 +1,416 @@
+//! The MutatingAdmissionPolicy plugin (upstream `.../policy/mutating`: `plugin.go`,
+//! `dispatcher.go`, `patch/json_patch.go`, `patch/smd.go`): `mutations` of
+//! `patchType: ApplyConfiguration` (an object built in CEL, merged into the request's
+//! object as server-side apply merges an apply configuration, by the kind's schema)
+//! and `JSONPatch` (a list of `JSONPatch{op, path, value, from}`), in order, with
+//! reinvocation for `reinvocationPolicy: IfNeeded`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock, Weak};
+
+use serde_json::Value;
+
+use super::{stored, Binding, Common, Ctx, Expr, VARS};
+use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
+use crate::endpoints::{Api, WriteHook};
+use crate::machinery::cel::admission::Want;
+use crate::registry::catalog::ResourceDef;
+use apimachinery::status::{ApiError, ApiResult, Cause};
+
+/// One `mutations[]` entry.
+#[derive(Clone, Debug)]
+enum Mutation {
+    Apply(Expr),
+    JsonPatch(Expr),
+}
+
+/// A compiled MutatingAdmissionPolicy.
+#[derive(Clone, Debug)]
+struct Policy {
+    common: Common,
+    mutations: Vec<Mutation>,
+    if_needed: bool,
+}
+
+impl Policy {
+    fn from_json(p: &Value) -> Policy {
+        let spec = p.get("spec").cloned().unwrap_or(Value::Null);
+        let expr = |m: &Value, k: &str| {
+            m.pointer(&format!("/{k}/expression"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        Policy {
+            common: Common::from_json(p),
+            mutations: spec
+                .get("mutations")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|m| match m.get("patchType").and_then(Value::as_str) {
+                            Some("JSONPatch") => Mutation::JsonPatch(Expr::new(
+                                &expr(m, "jsonPatch"),
+                                Want::Any,
+                                VARS,
+                            )),
+                            _ => Mutation::Apply(Expr::new(
+                                &expr(m, "applyConfiguration"),
+                                Want::Any,
+                                VARS,
+                            )),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            if_needed: spec.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded"),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    hooks: Vec<(Policy, Vec<Binding>)>,
+}
+
+/// The MutatingAdmissionPolicy admission plugin.
+pub struct MutatingPolicies {
+    api: Weak<Api>,
+    state: RwLock<Arc<State>>,
+}
+
+impl MutatingPolicies {
+    /// The plugin over `api`'s stored policies and bindings, kept current by write hooks
+    /// on both tables. Register it in `api.admission` first (before the webhooks).
+    pub fn install(api: &Arc<Api>) -> Arc<MutatingPolicies> {
+        let p = Arc::new(MutatingPolicies {
+            api: Arc::downgrade(api),
+            state: RwLock::new(Arc::new(State::default())),
+        });
+        p.refresh(api);
+        for plural in [
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings",
+        ] {
+            api.add_write_hook(&super::storage_key(plural), Arc::new(Refresh(Arc::clone(&p))));
+        }
+        p
+    }
+
+    /// Recompile from the stored tables.
+    pub fn refresh(&self, api: &Api) {
+        let mut policies: Vec<Policy> =
+            stored(api, "admissionregistration.k8s.io", "mutatingadmissionpolicies")
+                .iter()
+                .map(Policy::from_json)
+                .collect();
+        policies.sort_by(|a, b| a.common.name.cmp(&b.common.name));
+        let mut bindings: Vec<Binding> = stored(
+            api,
+            "admissionregistration.k8s.io",
+            "mutatingadmissionpolicybindings",
+        )
+        .iter()
+        .map(Binding::from_json)
+        .collect();
+        bindings.sort_by(|a, b| a.name.cmp(&b.name));
+        let hooks = policies
+            .into_iter()
+            .map(|p| {
+                let bs: Vec<Binding> = bindings
+                    .iter()
+                    .filter(|b| b.policy == p.common.name)
+                    .cloned()
+                    .collect();
+                (p, bs)
+            })
+            .filter(|(_, bs)| !bs.is_empty())
+            .collect();
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(State { hooks });
+    }
+
+    fn state(&self) -> Arc<State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+struct Refresh(Arc<MutatingPolicies>);
+
+impl WriteHook for Refresh {
+    fn after_write<'a>(
+        &'a self,
+        api: &'a Arc<Api>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        self.0.refresh(api);
+        Box::pin(async {})
+    }
+}
+
+impl Plugin for MutatingPolicies {
+    fn name(&self) -> &'static str {
+        "MutatingAdmissionPolicy"
+    }
+
+    fn handles(&self, attrs: &Attributes) -> bool {
+        if super::matching::exempt(attrs) || !super::matching::has_object(attrs.operation) {
+            return false;
+        }
+        self.state()
+            .hooks
+            .iter()
+            .any(|(p, _)| p.common.matcher.matches_rules(attrs))
+    }
+
+    fn wants_reinvocation(&self, attrs: &Attributes) -> bool {
+        self.state()
+            .hooks
+            .iter()
+            .any(|(p, _)| p.if_needed && p.common.matcher.matches_rules(attrs))
+    }
+
+    fn admit<'a>(
+        &'a self,
+        attrs: &'a Attributes,
+        obj: &'a mut Value,
+        out: &'a mut Outcome,
+    ) -> BoxFuture<'a, ApiResult<()>> {
+        let _ = out;
+        Box::pin(async move {
+            let Some(api) = self.api.upgrade() else {
+                return Ok(());
+            };
+            let state = self.state();
+            mutate(&api, &state, attrs, obj)
+        })
+    }
+}
+
+/// A policy error (upstream `generic.PolicyError`).
+struct PolicyError {
+    policy: String,
+    binding: String,
+    message: String,
+}
+
+fn mutate(api: &Arc<Api>, state: &State, attrs: &Attributes, obj: &mut Value) -> ApiResult<()> {
+    let mut errors: Vec<PolicyError> = Vec::new();
+    for (policy, bindings) in &state.hooks {
+        if attrs.reinvocation && !policy.if_needed {
+            continue;
+        }
+        let c = &policy.common;
+        let current = obj.clone();
+        let ctx = Ctx::new(api, attrs, Some(&current))?;
+        if !ctx.matches(&c.matcher) {
+            continue;
+        }
+        for b in bindings {
+            if let Some(m) = &b.matcher {
+                let ctx = Ctx::new(api, attrs, Some(obj))?;
+                if !ctx.matches(m) {
+                    continue;
+                }
+            }
+            let params = match ctx.params(c.param_kind.as_ref(), b.param_ref.as_ref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    if c.fail {
+                        errors.push(PolicyError {
+                            policy: c.name.clone(),
+                            binding: b.name.clone(),
+                            message: format!("failed to configure binding: {e}"),
+                        });
+                    }
+                    continue;
+                }
+            };
+            for param in &params {
+                if let Err(e) = mutate_one(api, attrs, policy, obj, param.as_ref()) {
+                    if c.fail {
+                        errors.push(PolicyError {
+                            policy: c.name.clone(),
+                            binding: b.name.clone(),
+                            message: e,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let mut e: ApiError = super::forbidden(attrs, Some(obj), "admission request denied by policy");
+    e.message = String::new();
+    for pe in errors {
+        let message = format!(
+            "policy '{}' with binding '{}' denied request: {}",
+            pe.policy, pe.binding, pe.message
+        );
+        if e.message.is_empty() {
+            e.message = message.clone();
+            e.reason = "Invalid";
+        }
+        e.causes.push(Cause {
+            reason: "".into(),
+            message,
+            field: String::new(),
+        });
+    }
+    Err(e)
+}
+
+/// Evaluate one policy for one binding and param on `obj`: match conditions, then
+/// each mutation in order on the object the previous one produced.
+fn mutate_one(
+    api: &Arc<Api>,
+    attrs: &Attributes,
+    policy: &Policy,
+    obj: &mut Value,
+    param: Option<&Value>,
+) -> Result<(), String> {
+    let c = &policy.common;
+    {
+        let snapshot = obj.clone();
+        let ctx = Ctx::new(api, attrs, Some(&snapshot)).map_err(|e| e.message.clone())?;
+        let request = ctx.request();
+        let ns_obj = ctx.namespace_object();
+        let mut act = ctx.activation(&request, &ns_obj, param);
+        for (name, e) in &c.variables {
+            act.add_variable_with(name, |a| e.eval(a));
+        }
+        for (_, cond) in &c.match_conditions {
+            match cond.eval(&mut act) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => return Ok(()),
+                Ok(_) => return Err("no such overload".into()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    for m in &policy.mutations {
+        // every mutation sees the object as the previous one left it
+        let snapshot = obj.clone();
+        let ctx = Ctx::new(api, attrs, Some(&snapshot)).map_err(|e| e.message.clone())?;
+        let request = ctx.request();
+        let ns_obj = ctx.namespace_object();
+        let mut act = ctx.activation(&request, &ns_obj, param);
+        for (name, e) in &c.variables {
+            act.add_variable_with(name, |a| e.eval(a));
+        }
+        match m {
+            Mutation::Apply(e) => {
+                let config = e.eval(&mut act)?;
+                *obj = apply_configuration(attrs.resource, obj, config)?;
+            }
+            Mutation::JsonPatch(e) => {
+                let ops = e.eval(&mut act)?;
+                *obj = json_patch(obj, ops)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merge an apply configuration into `obj` by the kind's schema (upstream
+/// `ApplyStructuredMergeDiff`: structured-merge-diff's merge of the configuration).
+pub(crate) fn apply_configuration(
+    def: &ResourceDef,
+    obj: &Value,
+    config: Value,
+) -> Result<Value, String> {
+    let Value::Object(mut config) = config else {
+        return Err("ApplyConfiguration expression must evaluate to an Object".into());
+    };
+    for k in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(k) {
+            config.insert(k.into(), v.clone());
+        }
+    }
+    let root = crate::endpoints::managed::schema_root(def);
+    let resolve = |name: &str| -> Option<&Value> {
+        crate::registry::catalog::definitions().get(name)
+    };
+    let cache = crate::machinery::ssa::schema::AtomCache::default();
+    let mut schema = crate::machinery::ssa::Schema::new(&root, &resolve).with_cache(&cache);
+    if def.custom.is_none() {
+        schema = schema.fixed();
+    }
+    crate::machinery::ssa::merge::merge(&schema, obj, &Value::Object(config))
+        .map_err(|e| format!("error applying patch: {e}"))
+}
+
+/// Apply a list of `JSONPatch` objects (upstream `patch/json_patch.go`).
+pub(crate) fn json_patch(obj: &Value, ops: Value) -> Result<Value, String> {
+    let Value::Array(ops) = ops else {
+        return Err("type mismatch: JSONPatchType.expression should evaluate to array".into());
+    };
+    let mut list = Vec::new();
+    for op in ops {
+        let Value::Object(mut m) = op else {
+            return Err(
+                "type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch"
+                    .into(),
+            );
+        };
+        // empty optional fields are absent
+        m.retain(|k, v| !(k == "from" && v.as_str() == Some("")));
+        list.push(Value::Object(m));
+    }
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(list))
+        .map_err(|e| format!("JSON Patch: {e}"))?;
+    let mut out = obj.clone();
+    json_patch::patch(&mut out, &patch).map_err(|e| format!("JSON Patch: {e}"))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::catalog::Catalog;
+    use serde_json::json;
+
+    #[test]
+    fn apply_configuration_merges_by_schema() {
+        let def = Catalog::builtin()
+            .lookup("apps", "v1", "deployments")
+            .unwrap();
+        let live = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"a": "1"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "app", "image": "x"}, {"name": "side", "image": "y"}]}}}});
+        let config = json!({"metadata": {"labels": {"b": "2"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "side", "image": "z"}]}}}});
+        let out = apply_configuration(def, &live, config).unwrap();
+        assert_eq!(out["metadata"]["labels"], json!({"a": "1", "b": "2"}));
+        assert_eq!(out["spec"]["replicas"], 1);
+        // containers is a list map keyed by name: merged, not replaced
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "app", "image": "x"}, {"name": "side", "image": "z"}])
+        );
+    }
+
+    #[test]
+    fn json_patches() {
+        let obj = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
+        let out = json_patch(
+            &obj,
+            json!([{"op": "replace", "path": "/spec/replicas", "value": 3},
+                   {"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]),
+        )
+        .unwrap();
+        assert_eq!(out["spec"]["replicas"], 3);
+        assert_eq!(out["metadata"]["labels"], json!({"x": "y"}));
+        let err = json_patch(&obj, json!({"op": "add"})).unwrap_err();
+        assert_eq!(
+            err,
+            "type mismatch: JSONPatchType.expression should evaluate to array"
+        );
+        let err =
+            json_patch(&obj, json!([{"op": "test", "path": "/spec/replicas", "value": 2}]))
+                .unwrap_err();
+        assert!(err.starts_with("JSON Patch: "), "{err}");
+    }
+}
