@@ -198,13 +198,19 @@ impl Matcher {
         if obj_sel.is_empty() {
             return true;
         }
-        let labels = |o: Option<&Value>| {
-            o.and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
+        // an absent object (the new one of a delete, the old one of a create) matches
+        // nothing
+        let matches = |o: Option<&Value>| {
+            o.filter(|o| !o.is_null()).is_some_and(|o| {
+                let labels = o
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                obj_sel.matches_map(&labels)
+            })
         };
-        obj_sel.matches_map(&labels(obj)) || obj_sel.matches_map(&labels(attrs.old_object.as_ref()))
+        matches(obj) || matches(attrs.old_object.as_ref())
     }
 }
 
