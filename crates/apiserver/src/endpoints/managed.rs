@@ -14,7 +14,7 @@ use crate::registry::catalog::{ResourceDef, Subresource};
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// The schema field management reads for `def`.
-pub(crate) fn schema_root(def: &ResourceDef) -> std::borrow::Cow<'static, Value> {
+fn schema_root(def: &ResourceDef) -> std::borrow::Cow<'static, Value> {
     match def.custom {
         Some(custom) => {
             std::borrow::Cow::Borrowed(crate::registry::custom::published_schema(custom))

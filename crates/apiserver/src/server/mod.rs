@@ -463,10 +463,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     );
     // the dynamic admission plugins, in upstream's order: MutatingAdmissionPolicy,
     // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook
-    let mutating_policies = crate::admission::policy::MutatingPolicies::install(&api);
-    api.admission.register(mutating_policies);
-    let validating_policies = crate::admission::policy::ValidatingPolicies::install(&api);
-    api.admission.register(validating_policies);
+    let policy_server = {
+        let weak = Arc::downgrade(&api);
+        Arc::new(crate::admission::policy::Server {
+            store: api.store.clone(),
+            catalog: Box::new(move || weak.upgrade().map(|api| api.catalog())),
+            authorizer: Some(api.auth.authorizer.clone()),
+        })
+    };
+    api.admission
+        .register(crate::admission::policy::MutatingPolicies::new(policy_server.clone()));
+    api.admission
+        .register(crate::admission::policy::ValidatingPolicies::new(policy_server));
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
     // API Priority and Fairness: bootstrap configuration and FlowSchema status

@@ -2,9 +2,10 @@
 //! bindings (upstream `staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/`:
 //! `generic` (policy + binding dispatch, params), `matching`, `validating`, `mutating`).
 //!
-//! Each plugin keeps a compiled view of its two tables (policies, bindings), rebuilt by
-//! a write hook after every write of either table, so that [`Plugin::handles`] is a
-//! look at the resource rules. Expressions are parsed and checked when a table changes
+//! Each plugin keeps a compiled view of its two tables (policies, bindings), rebuilt
+//! when either table changed (the store's tables are persistent maps: a change is a
+//! new root, found in O(1)), so that [`Plugin::handles`] is a look at the resource
+//! rules. Expressions are parsed and checked when a table changes
 //! (a compile error is the expression's evaluation error, as upstream); evaluation
 //! reparses them once per worker thread and source (`machinery::cel::admission`).
 //!
@@ -24,12 +25,12 @@ mod validating;
 pub use mutating::MutatingPolicies;
 pub use validating::ValidatingPolicies;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::admission::Attributes;
-use crate::endpoints::Api;
+use crate::storage::store::{Store, Table};
 use crate::machinery::cel::admission::{self as cel, Activation, Want};
 use crate::registry::catalog::{Catalog, ResourceDef};
 use crate::storage::store::object_key;
@@ -185,22 +186,30 @@ impl Binding {
     }
 }
 
-/// The stored objects of the resource `plural` in `group` (built-in kinds).
-pub(crate) fn stored(api: &Api, group: &str, plural: &str) -> Vec<Value> {
-    let Some(def) = Catalog::builtin().lookup(group, "v1", plural) else {
-        return Vec::new();
-    };
-    api.store
-        .snapshot(&def.storage_key())
-        .table
-        .values()
-        .filter_map(|o| o.value().ok())
-        .collect()
+/// What the policy plugins read from the server they run in.
+pub struct Server {
+    /// The object store (policies, bindings, params, namespaces).
+    pub store: Arc<Store>,
+    /// The current catalogue (built-in kinds and custom resources, for `paramKind`).
+    pub catalog: Box<dyn Fn() -> Option<Arc<Catalog>> + Send + Sync>,
+    /// The server's authorizer (the CEL `authorizer` variable); `None`: every check
+    /// is allowed (a server without authorization).
+    pub authorizer: Option<Arc<dyn crate::auth::Authorizer>>,
+}
+
+/// The current table of the built-in `admissionregistration.k8s.io/v1` `plural`.
+pub(crate) fn table(server: &Server, plural: &str) -> Table {
+    server.store.snapshot(&storage_key(plural)).table
+}
+
+/// The objects of a table.
+pub(crate) fn objects(t: &Table) -> Vec<Value> {
+    t.values().filter_map(|o| o.value().ok()).collect()
 }
 
 /// What the evaluation of one request reads from the server.
 pub(crate) struct Ctx<'a> {
-    pub api: &'a Arc<Api>,
+    pub server: &'a Server,
     pub attrs: &'a Attributes,
     /// The object (the new one; `None` on delete).
     pub obj: Option<&'a Value>,
@@ -213,7 +222,7 @@ impl<'a> Ctx<'a> {
     /// Read the request's namespace; a namespaced request into a namespace that does
     /// not exist is answered 404 as upstream's matcher does.
     pub(crate) fn new(
-        api: &'a Arc<Api>,
+        server: &'a Server,
         attrs: &'a Attributes,
         obj: Option<&'a Value>,
     ) -> Result<Ctx<'a>, ApiError> {
@@ -224,7 +233,7 @@ impl<'a> Ctx<'a> {
             if !ns.is_empty() {
                 let def = Catalog::builtin().lookup("", "v1", "namespaces");
                 let found = def
-                    .and_then(|d| api.store.get(&d.storage_key(), ns))
+                    .and_then(|d| server.store.get(&d.storage_key(), ns))
                     .and_then(|o| o.value().ok());
                 match found {
                     Some(v) => namespace = Some(v),
@@ -233,7 +242,7 @@ impl<'a> Ctx<'a> {
             }
         }
         Ok(Ctx {
-            api,
+            server,
             attrs,
             obj,
             namespace,
@@ -268,7 +277,9 @@ impl<'a> Ctx<'a> {
             Some((g, v)) => (g, v),
             None => ("", api_version.as_str()),
         };
-        let catalog = self.api.catalog();
+        let Some(catalog) = (self.server.catalog)() else {
+            return Err("the server is stopping".into());
+        };
         let found = catalog
             .resources()
             .iter()
@@ -306,7 +317,7 @@ impl<'a> Ctx<'a> {
             if selector.is_some() {
                 return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
             }
-            self.api
+            self.server
                 .store
                 .get(&def.storage_key(), &object_key(namespace.as_deref(), name))
                 .and_then(|o| o.value().ok())
@@ -316,7 +327,7 @@ impl<'a> Ctx<'a> {
         } else if let Some(sel) = selector {
             let sel = LabelSelector::from_label_selector_json(sel).map_err(|e| e.to_string())?;
             let prefix = namespace.as_deref().map(|ns| format!("{ns}/"));
-            self.api
+            self.server
                 .store
                 .snapshot(&def.storage_key())
                 .table
@@ -409,7 +420,7 @@ impl<'a> Ctx<'a> {
         act.bind_json("request", request);
         act.bind_json("params", params.unwrap_or(&null));
         act.bind_json("namespaceObject", ns_obj);
-        let api = Arc::downgrade(self.api);
+        let authorizer = self.server.authorizer.clone();
         let user = self.attrs.user.clone();
         let rr = crate::machinery::cel::Authz {
             group: self.attrs.resource.group.to_string(),
@@ -419,7 +430,7 @@ impl<'a> Ctx<'a> {
             name: self.attrs.name.clone(),
             ..Default::default()
         };
-        act.bind_authorizer(Box::new(move |c, verb| authorize(&api, user.as_deref(), c, verb)), rr);
+        act.bind_authorizer(Box::new(move |c, verb| authorize(authorizer.as_deref(), user.as_deref(), c, verb)), rr);
         act
     }
 }
@@ -430,13 +441,15 @@ fn param_kind_string(api_version: &str, kind: &str) -> String {
 
 /// One check of the CEL `authorizer` library against the server's authorizer.
 fn authorize(
-    api: &Weak<Api>,
+    authorizer: Option<&dyn crate::auth::Authorizer>,
     user: Option<&crate::machinery::user::UserInfo>,
     c: &crate::machinery::cel::Authz,
     verb: &str,
 ) -> Result<(&'static str, String), String> {
     use crate::auth::{Attributes as AuthzAttributes, Decision, RequestInfo};
-    let api = api.upgrade().ok_or("the server is stopping")?;
+    let Some(authorizer) = authorizer else {
+        return Ok(("allow", String::new()));
+    };
     let sa_user;
     let user = match &c.service_account {
         Some((ns, name)) => {
@@ -474,7 +487,7 @@ fn authorize(
             ..Default::default()
         },
     };
-    let (d, reason) = api.auth.authorizer.authorize(&AuthzAttributes {
+    let (d, reason) = authorizer.authorize(&AuthzAttributes {
         user,
         request: &request,
     });

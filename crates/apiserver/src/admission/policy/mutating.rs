@@ -5,15 +5,13 @@
 //! and `JSONPatch` (a list of `JSONPatch{op, path, value, from}`), in order, with
 //! reinvocation for `reinvocationPolicy: IfNeeded`.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::{stored, Binding, Common, Ctx, Expr, VARS};
+use super::{objects, table, Server, Binding, Common, Ctx, Expr, VARS};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
-use crate::endpoints::{Api, WriteHook};
+use crate::storage::store::Table;
 use crate::machinery::cel::admission::Want;
 use crate::registry::catalog::ResourceDef;
 use apimachinery::status::{ApiError, ApiResult, Cause};
@@ -71,82 +69,62 @@ impl Policy {
 
 #[derive(Default)]
 struct State {
+    /// The tables this view was compiled from.
+    tables: Option<(Table, Table)>,
+    /// Policies (by name) with their bindings.
     hooks: Vec<(Policy, Vec<Binding>)>,
 }
 
 /// The MutatingAdmissionPolicy admission plugin.
 pub struct MutatingPolicies {
-    api: Weak<Api>,
+    server: Arc<Server>,
     state: RwLock<Arc<State>>,
 }
 
 impl MutatingPolicies {
-    /// The plugin over `api`'s stored policies and bindings, kept current by write hooks
-    /// on both tables. Register it in `api.admission` first (before the webhooks).
-    pub fn install(api: &Arc<Api>) -> Arc<MutatingPolicies> {
-        let p = Arc::new(MutatingPolicies {
-            api: Arc::downgrade(api),
+    /// The plugin over the server's stored policies and bindings. Register it in the
+    /// admission chain where it belongs in upstream's order.
+    pub fn new(server: Arc<Server>) -> Arc<MutatingPolicies> {
+        Arc::new(MutatingPolicies {
+            server,
             state: RwLock::new(Arc::new(State::default())),
-        });
-        p.refresh(api);
-        for plural in [
-            "mutatingadmissionpolicies",
-            "mutatingadmissionpolicybindings",
-        ] {
-            api.add_write_hook(&super::storage_key(plural), Arc::new(Refresh(Arc::clone(&p))));
-        }
-        p
+        })
     }
 
-    /// Recompile from the stored tables.
-    pub fn refresh(&self, api: &Api) {
-        let mut policies: Vec<Policy> =
-            stored(api, "admissionregistration.k8s.io", "mutatingadmissionpolicies")
-                .iter()
-                .map(Policy::from_json)
-                .collect();
-        policies.sort_by(|a, b| a.common.name.cmp(&b.common.name));
-        let mut bindings: Vec<Binding> = stored(
-            api,
-            "admissionregistration.k8s.io",
-            "mutatingadmissionpolicybindings",
-        )
-        .iter()
-        .map(Binding::from_json)
-        .collect();
-        bindings.sort_by(|a, b| a.name.cmp(&b.name));
-        let hooks = policies
+    /// The compiled view of the current tables (compiled again when either changed).
+    fn state(&self) -> Arc<State> {
+        let policies = table(&self.server, "mutatingadmissionpolicies");
+        let bindings = table(&self.server, "mutatingadmissionpolicybindings");
+        let current = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((p, b)) = &current.tables {
+            if p.ptr_eq(&policies) && b.ptr_eq(&bindings) {
+                return current;
+            }
+        }
+        let mut ps: Vec<Policy> = objects(&policies).iter().map(Policy::from_json).collect();
+        ps.sort_by(|a, b| a.common.name.cmp(&b.common.name));
+        let mut bs: Vec<Binding> = objects(&bindings).iter().map(Binding::from_json).collect();
+        bs.sort_by(|a, b| a.name.cmp(&b.name));
+        let hooks = ps
             .into_iter()
             .map(|p| {
-                let bs: Vec<Binding> = bindings
+                let mine: Vec<Binding> = bs
                     .iter()
                     .filter(|b| b.policy == p.common.name)
                     .cloned()
                     .collect();
-                (p, bs)
+                (p, mine)
             })
-            .filter(|(_, bs)| !bs.is_empty())
+            .filter(|(_, mine)| !mine.is_empty())
             .collect();
-        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(State { hooks });
-    }
-
-    fn state(&self) -> Arc<State> {
-        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-struct Refresh(Arc<MutatingPolicies>);
-
-impl WriteHook for Refresh {
-    fn after_write<'a>(
-        &'a self,
-        api: &'a Arc<Api>,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-        self.0.refresh(api);
-        Box::pin(async {})
+        let state = Arc::new(State {
+            tables: Some((policies, bindings)),
+            hooks,
+        });
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&state);
+        state
     }
 }
-
 impl Plugin for MutatingPolicies {
     fn name(&self) -> &'static str {
         "MutatingAdmissionPolicy"
@@ -177,11 +155,9 @@ impl Plugin for MutatingPolicies {
     ) -> BoxFuture<'a, ApiResult<()>> {
         let _ = out;
         Box::pin(async move {
-            let Some(api) = self.api.upgrade() else {
-                return Ok(());
-            };
             let state = self.state();
-            mutate(&api, &state, attrs, obj)
+            let api = &self.server;
+            mutate(api, &state, attrs, obj)
         })
     }
 }
@@ -193,7 +169,7 @@ struct PolicyError {
     message: String,
 }
 
-fn mutate(api: &Arc<Api>, state: &State, attrs: &Attributes, obj: &mut Value) -> ApiResult<()> {
+fn mutate(api: &Server, state: &State, attrs: &Attributes, obj: &mut Value) -> ApiResult<()> {
     let mut errors: Vec<PolicyError> = Vec::new();
     for (policy, bindings) in &state.hooks {
         if attrs.reinvocation && !policy.if_needed {
@@ -264,7 +240,7 @@ fn mutate(api: &Arc<Api>, state: &State, attrs: &Attributes, obj: &mut Value) ->
 /// Evaluate one policy for one binding and param on `obj`: match conditions, then
 /// each mutation in order on the object the previous one produced.
 fn mutate_one(
-    api: &Arc<Api>,
+    api: &Server,
     attrs: &Attributes,
     policy: &Policy,
     obj: &mut Value,
@@ -328,7 +304,13 @@ pub(crate) fn apply_configuration(
             config.insert(k.into(), v.clone());
         }
     }
-    let root = crate::endpoints::managed::schema_root(def);
+    // the kind's schema as server-side apply reads it
+    let root = match def.custom {
+        Some(custom) => crate::registry::custom::published_schema(custom).clone(),
+        None => serde_json::json!({
+            "$ref": format!("{}{}", crate::machinery::schema::REF_PREFIX, def.definition())
+        }),
+    };
     let resolve = |name: &str| -> Option<&Value> {
         crate::registry::catalog::definitions().get(name)
     };

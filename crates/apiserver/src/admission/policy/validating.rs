@@ -2,15 +2,13 @@
 //! `dispatcher.go`, `validator.go`).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Value};
 
-use super::{forbidden, reason_code, reason_static, stored, Binding, Common, Ctx, Expr, VARS};
+use super::{forbidden, objects, reason_code, reason_static, table, Binding, Server, Common, Ctx, Expr, VARS};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
-use crate::endpoints::{Api, WriteHook};
+use crate::storage::store::Table;
 use crate::machinery::cel::admission::Want;
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
@@ -78,78 +76,60 @@ impl Policy {
 
 #[derive(Default)]
 struct State {
+    /// The tables this view was compiled from.
+    tables: Option<(Table, Table)>,
     /// Policies (by name) with their bindings.
     hooks: Vec<(Policy, Vec<Binding>)>,
 }
 
 /// The ValidatingAdmissionPolicy admission plugin.
 pub struct ValidatingPolicies {
-    api: Weak<Api>,
+    server: Arc<Server>,
     state: RwLock<Arc<State>>,
 }
 
 impl ValidatingPolicies {
-    /// The plugin over `api`'s stored policies and bindings, kept current by write hooks
-    /// on both tables. Register it in `api.admission` where it belongs in the order.
-    pub fn install(api: &Arc<Api>) -> Arc<ValidatingPolicies> {
-        let p = Arc::new(ValidatingPolicies {
-            api: Arc::downgrade(api),
+    /// The plugin over the server's stored policies and bindings. Register it in the
+    /// admission chain where it belongs in upstream's order.
+    pub fn new(server: Arc<Server>) -> Arc<ValidatingPolicies> {
+        Arc::new(ValidatingPolicies {
+            server,
             state: RwLock::new(Arc::new(State::default())),
-        });
-        p.refresh(api);
-        for plural in [
-            "validatingadmissionpolicies",
-            "validatingadmissionpolicybindings",
-        ] {
-            api.add_write_hook(&super::storage_key(plural), Arc::new(Refresh(Arc::clone(&p))));
-        }
-        p
+        })
     }
 
-    /// Recompile from the stored tables.
-    pub fn refresh(&self, api: &Api) {
-        let mut policies: Vec<Value> =
-            stored(api, "admissionregistration.k8s.io", "validatingadmissionpolicies");
-        policies.sort_by(|a, b| super::str_at(a, "/metadata/name").cmp(super::str_at(b, "/metadata/name")));
-        let mut bindings: Vec<Binding> = stored(
-            api,
-            "admissionregistration.k8s.io",
-            "validatingadmissionpolicybindings",
-        )
-        .iter()
-        .map(Binding::from_json)
-        .collect();
-        bindings.sort_by(|a, b| a.name.cmp(&b.name));
-        let hooks = policies
-            .iter()
-            .map(Policy::from_json)
+    /// The compiled view of the current tables (compiled again when either changed).
+    fn state(&self) -> Arc<State> {
+        let policies = table(&self.server, "validatingadmissionpolicies");
+        let bindings = table(&self.server, "validatingadmissionpolicybindings");
+        let current = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((p, b)) = &current.tables {
+            if p.ptr_eq(&policies) && b.ptr_eq(&bindings) {
+                return current;
+            }
+        }
+        let mut ps: Vec<Policy> = objects(&policies).iter().map(Policy::from_json).collect();
+        ps.sort_by(|a, b| a.common.name.cmp(&b.common.name));
+        let mut bs: Vec<Binding> = objects(&bindings).iter().map(Binding::from_json).collect();
+        bs.sort_by(|a, b| a.name.cmp(&b.name));
+        let hooks = ps
+            .into_iter()
             .map(|p| {
-                let bs = bindings
+                let mine: Vec<Binding> = bs
                     .iter()
                     .filter(|b| b.policy == p.common.name)
                     .cloned()
                     .collect();
-                (p, bs)
+                (p, mine)
             })
-            .filter(|(_, bs): &(Policy, Vec<Binding>)| !bs.is_empty())
+            .filter(|(_, mine)| !mine.is_empty())
             .collect();
-        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(State { hooks });
-    }
-
-    fn state(&self) -> Arc<State> {
-        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-struct Refresh(Arc<ValidatingPolicies>);
-
-impl WriteHook for Refresh {
-    fn after_write<'a>(
-        &'a self,
-        api: &'a Arc<Api>,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-        self.0.refresh(api);
-        Box::pin(async {})
+        let state = Arc::new(State {
+            tables: Some((policies, bindings)),
+            hooks,
+        });
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&state);
+        state
     }
 }
 
@@ -192,17 +172,15 @@ impl Plugin for ValidatingPolicies {
         out: &'a mut Outcome,
     ) -> BoxFuture<'a, ApiResult<()>> {
         Box::pin(async move {
-            let Some(api) = self.api.upgrade() else {
-                return Ok(());
-            };
             let state = self.state();
-            evaluate(&api, &state, attrs, obj, out)
+            let api = &self.server;
+            evaluate(api, &state, attrs, obj, out)
         })
     }
 }
 
 fn evaluate(
-    api: &Arc<Api>,
+    api: &Server,
     state: &State,
     attrs: &Attributes,
     obj: Option<&Value>,

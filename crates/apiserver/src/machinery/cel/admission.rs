@@ -157,24 +157,6 @@ impl Activation {
         env
     }
 
-    /// Evaluate variable `name` (`variables.<name>` in later expressions): an error is
-    /// kept and raised where the variable is used, as upstream's lazy evaluation does.
-    pub fn add_variable(&mut self, name: &str, p: Option<&Program>, compile_error: Option<&str>) {
-        let v = match (p, compile_error) {
-            (Some(p), _) => {
-                let mut env = self.env(PER_CALL_LIMIT);
-                let r = eval::eval(&p.expr, &mut env);
-                self.used += env.used;
-                match r {
-                    Ok(v) => v,
-                    Err(e) => Val::Err(std::rc::Rc::from(e.as_str())),
-                }
-            }
-            (None, e) => Val::Err(std::rc::Rc::from(e.unwrap_or("compilation failed"))),
-        };
-        self.variables.push((eval::s(name), v));
-    }
-
     /// Add variable `name` with the value `f` computes on this activation (JSON); an
     /// error is kept and raised where the variable is used.
     pub fn add_variable_with(
@@ -327,8 +309,8 @@ mod tests {
         let one = compile("1", &[], Want::Any).unwrap();
         let mut a = Activation::new();
         a.bind_json("object", &json!({"spec": {}}));
-        a.add_variable("bad", Some(&p), None);
-        a.add_variable("ok", Some(&one), None);
+        a.add_variable_with("bad", |a| a.eval(&p));
+        a.add_variable_with("ok", |a| a.eval(&one));
         assert_eq!(a.eval(&q), Ok(json!(true)));
         assert_eq!(a.eval(&r), Err("no such key: missing".to_string()));
     }

@@ -32,7 +32,7 @@ use parse::{render_issues, Expr};
 use serde_json::Value as J;
 
 pub use apimachinery::field::Cause;
-pub use eval::{Authz, AuthorizerFn};
+pub use eval::Authz;
 
 /// Upstream `PerCallLimit` (cost units per rule evaluation).
 pub const PER_CALL_LIMIT: i64 = 1_000_000;

@@ -81,7 +81,9 @@ pub enum Kind {
     Bind(String, Box<Expr>, Box<Expr>),
     /// Object construction `Type.name{field: value, ?optField: optValue}` (the message
     /// syntax admission policies use: `Object{spec: Object.spec{replicas: 3}}`,
-    /// `JSONPatch{op: "add", ...}`); the bool marks optional fields.
+    /// `JSONPatch{op: "add", ...}`); the bool marks optional fields. The type name is
+    /// kept for diagnostics: the value is an untyped object.
+    #[allow(dead_code)]
     Struct(String, Vec<(String, Expr, bool)>),
 }
 

@@ -5,6 +5,7 @@
 pub mod mutatingadmissionpolicy;
 pub mod mutatingadmissionpolicybinding;
 pub mod mutatingwebhookconfiguration;
+mod policy_common;
 pub mod validatingadmissionpolicy;
 pub mod validatingadmissionpolicybinding;
 pub mod validatingwebhookconfiguration;
