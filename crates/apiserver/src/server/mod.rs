@@ -3,6 +3,7 @@
 pub mod aggregator;
 mod apf;
 mod crd_controller;
+mod policy_status;
 mod policy;
 pub mod servicemap;
 mod tls;
@@ -475,6 +476,16 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .register(crate::admission::policy::MutatingPolicies::new(policy_server.clone()));
     api.admission
         .register(crate::admission::policy::ValidatingPolicies::new(policy_server));
+    if let Some(vap) = crate::registry::catalog::Catalog::builtin().lookup(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+    ) {
+        api.add_write_hook(
+            &vap.storage_key(),
+            Arc::new(policy_status::PolicyStatusController),
+        );
+    }
     bootstrap(&api).await;
     crd_controller.reconcile(&api).await;
     // API Priority and Fairness: bootstrap configuration and FlowSchema status
@@ -496,6 +507,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         Arc::new(Arc::clone(&aggregator)),
     );
     aggregator.reconcile_local(&api).await;
+    policy_status::reconcile(&api).await;
     tokio::spawn(mark_legacy_tokens_used(
         Arc::downgrade(&api),
         legacy_used_rx,

@@ -402,3 +402,76 @@ fn mutating_policies_apply_configuration_and_json_patch() {
     let d = created(&s, "/apis/apps/v1/namespaces/plain/deployments", deployment("web", 10));
     assert_eq!(d["spec"]["replicas"], 10);
 }
+
+#[test]
+fn validating_policy_status_reports_type_checking() {
+    let s = common::start();
+    policy(
+        &s,
+        "typed",
+        json!({
+            "matchConstraints": deployments_rule(),
+            "validations": [
+                {"expression": "object.spec.replicas <= 5"},
+                {"expression": "object.spec.replicaz <= 5"},
+            ],
+        }),
+    );
+    let (code, p) = s.json(
+        "GET",
+        &format!("{AR}/validatingadmissionpolicies/typed"),
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert_eq!(code, 200);
+    assert_eq!(p["status"]["observedGeneration"], 1, "{p}");
+    let warnings = p["status"]["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .expect("warnings");
+    assert_eq!(warnings.len(), 1, "{p}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
+    assert!(
+        warnings[0]["warning"]
+            .as_str()
+            .unwrap()
+            .starts_with("apps/v1, Kind=Deployment: compilation failed: ERROR: <input>:1:12: undefined field 'replicaz'"),
+        "{p}"
+    );
+    // defaults as kube-apiserver writes them
+    assert_eq!(p["spec"]["failurePolicy"], "Fail");
+    assert_eq!(
+        p["spec"]["matchConstraints"],
+        json!({"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+            "resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"], "scope": "*"}]})
+    );
+    // a fixed expression clears the warnings at the next generation
+    let mut fixed = p.clone();
+    fixed["spec"]["validations"][1]["expression"] = json!("object.spec.replicas >= 0");
+    let (code, v) = s.json(
+        "PUT",
+        &format!("{AR}/validatingadmissionpolicies/typed"),
+        JSON,
+        JSON,
+        &fixed,
+    );
+    assert_eq!(code, 200, "{v}");
+    let (_, p) = s.json(
+        "GET",
+        &format!("{AR}/validatingadmissionpolicies/typed"),
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert_eq!(p["status"], json!({"observedGeneration": 2, "typeChecking": {}}));
+    // a policy that does not compile is refused
+    let (code, e) = post(
+        &s,
+        &format!("{AR}/validatingadmissionpolicies"),
+        json!({"metadata": {"name": "broken"}, "spec": {"matchConstraints": deployments_rule(),
+            "validations": [{"expression": "object.spec.replicas <"}]}}),
+    );
+    assert_eq!(code, 422, "{e}");
+    assert_eq!(e["details"]["causes"][0]["field"], "spec.validations[0].expression");
+}

@@ -69,6 +69,55 @@ pub fn compile(src: &str, vars: &[&str], want: Want) -> Result<Program, String> 
     Ok(Program { expr: e })
 }
 
+/// Type-check `src` with `object`/`oldObject` typed by `object_schema` (a resolved
+/// structural schema of the kind, a resource root) and `params` by `params_schema`
+/// (`dyn` when `None`); the other variables are `dyn`. `None` when it checks, else
+/// upstream's `compilation failed: ERROR: <input>:...` text.
+pub fn type_check(
+    src: &str,
+    object_schema: &J,
+    params_schema: Option<&J>,
+    has_params: bool,
+    want: Want,
+) -> Option<String> {
+    let e = match parse::parse(src) {
+        Ok(e) => e,
+        Err(i) => return Some(format!("compilation failed: {}", render_issues(src, &[i]))),
+    };
+    let obj = super::check::schema_ty(object_schema, true);
+    let mut vars = vec![
+        ("object".to_string(), obj.clone()),
+        ("oldObject".to_string(), obj),
+        ("request".to_string(), Ty::Dyn),
+        ("namespaceObject".to_string(), Ty::Dyn),
+        ("variables".to_string(), Ty::Dyn),
+        ("authorizer".to_string(), Ty::Dyn),
+    ];
+    if has_params {
+        vars.push((
+            "params".to_string(),
+            params_schema
+                .map(|s| super::check::schema_ty(s, true))
+                .unwrap_or(Ty::Dyn),
+        ));
+    }
+    match Checker::new(vars).check(&e) {
+        Err(i) if i.pos == usize::MAX => Some(i.msg),
+        Err(i) => Some(format!("compilation failed: {}", render_issues(src, &[i]))),
+        Ok(t) => match (want, t) {
+            (Want::Bool, Ty::Bool | Ty::Dyn) | (Want::String, Ty::String | Ty::Dyn) | (Want::Any, _) => None,
+            (Want::Bool, t) => Some(format!(
+                "compilation failed: expected type bool but found {}",
+                ty_name(&t)
+            )),
+            (Want::String, t) => Some(format!(
+                "compilation failed: expected type string but found {}",
+                ty_name(&t)
+            )),
+        },
+    }
+}
+
 thread_local! {
     /// Programs parsed on this thread, by source, variables and result kind.
     static PROGRAMS: std::cell::RefCell<std::collections::HashMap<(String, usize, u8), std::rc::Rc<Program>>> =
