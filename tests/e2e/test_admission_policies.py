@@ -72,8 +72,9 @@ def test_validating_policy_denies_and_warns_with_kubectl(kc, pns):
             "replicas must be no more than 5, not 7") in cp.stderr, cp.stderr
     assert kc("get", "deployment", "too-big", "-n", ns, "--ignore-not-found", "-o", "name").stdout == ""
     kc.apply_yaml("apply", [deployment("small", 2)], "-n", ns)
-    # scaling past the limit is an update the policy denies too
-    cp = kc("scale", "deployment", "small", "--replicas=9", "-n", ns, check=False)
+    # applying more replicas is an update the policy denies too (kubectl scale would
+    # write deployments/scale, which the rule, naming only deployments, does not match)
+    cp = kc.apply_yaml("apply", [deployment("small", 9)], "-n", ns, check=False)
     assert cp.returncode != 0 and "replicas must be no more than 5, not 9" in cp.stderr, cp.stderr
 
     # the same policy, bound with Warn: kubectl prints the warning and applies
