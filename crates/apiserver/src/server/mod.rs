@@ -3,9 +3,9 @@
 pub mod aggregator;
 mod apf;
 mod crd_controller;
-mod policy_status;
 mod policy;
 pub mod servicemap;
+mod policy_status;
 mod tls;
 mod webhook_resolver;
 
@@ -473,9 +473,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         })
     };
     api.admission
-        .register(crate::admission::policy::MutatingPolicies::new(policy_server.clone()));
+        .register(crate::admission::policy::MutatingPolicies::new(
+            policy_server.clone(),
+        ));
     api.admission
-        .register(crate::admission::policy::ValidatingPolicies::new(policy_server));
+        .register(crate::admission::policy::ValidatingPolicies::new(
+            policy_server,
+        ));
     if let Some(vap) = crate::registry::catalog::Catalog::builtin().lookup(
         "admissionregistration.k8s.io",
         "v1",

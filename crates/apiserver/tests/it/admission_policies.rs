@@ -41,7 +41,11 @@ fn post_warned(s: &Server, path: &str, body: Value) -> (u16, Value, Vec<String>)
             })
         })
         .collect();
-    (code, serde_json::from_slice(&b).unwrap_or(Value::Null), warnings)
+    (
+        code,
+        serde_json::from_slice(&b).unwrap_or(Value::Null),
+        warnings,
+    )
 }
 
 fn namespace(s: &Server, name: &str, labels: Value) {
@@ -145,7 +149,11 @@ fn validating_policy_denies_with_message_reason_and_warns() {
         "{e}"
     );
     // other namespaces are not bound
-    created(&s, "/apis/apps/v1/namespaces/other/deployments", deployment("big", 7));
+    created(
+        &s,
+        "/apis/apps/v1/namespaces/other/deployments",
+        deployment("big", 7),
+    );
     // updates too
     let (code, e) = s.json(
         "PUT",
@@ -163,7 +171,8 @@ fn validating_policy_denies_with_message_reason_and_warns() {
         json!({"policyName": "warn-only", "validationActions": ["Warn"],
                "matchResources": only_ns("other")}),
     );
-    spec["validations"] = json!([{"expression": "object.spec.replicas <= 5", "message": "too many"}]);
+    spec["validations"] =
+        json!([{"expression": "object.spec.replicas <= 5", "message": "too many"}]);
     policy(&s, "warn-only", spec);
     let (code, v, warnings) = post_warned(
         &s,
@@ -242,7 +251,11 @@ fn params_from_configmaps() {
                "paramRef": {"name": "absent", "parameterNotFoundAction": "Deny"},
                "matchResources": only_ns("noparams")}),
     );
-    let (code, e) = post(&s, "/apis/apps/v1/namespaces/noparams/deployments", deployment("x", 1));
+    let (code, e) = post(
+        &s,
+        "/apis/apps/v1/namespaces/noparams/deployments",
+        deployment("x", 1),
+    );
     assert_eq!(code, 422, "{e}");
     assert_eq!(
         e["details"]["causes"][0]["message"],
@@ -263,7 +276,11 @@ fn params_from_configmaps() {
                "paramRef": {"name": "absent", "parameterNotFoundAction": "Allow"},
                "matchResources": only_ns("noparams")}),
     );
-    created(&s, "/apis/apps/v1/namespaces/noparams/deployments", deployment("y", 9));
+    created(
+        &s,
+        "/apis/apps/v1/namespaces/noparams/deployments",
+        deployment("y", 9),
+    );
 }
 
 #[test]
@@ -382,11 +399,13 @@ fn mutating_policies_apply_configuration_and_json_patch() {
     );
     let path = "/apis/apps/v1/namespaces/map/deployments";
     let d = created(&s, path, deployment("web", 10));
-    assert_eq!(d["metadata"]["labels"], json!({"app": "web", "mutated-by": "policy"}));
+    assert_eq!(
+        d["metadata"]["labels"],
+        json!({"app": "web", "mutated-by": "policy"})
+    );
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(
-        d["metadata"]["annotations"]["example.com/capped"],
-        "true",
+        d["metadata"]["annotations"]["example.com/capped"], "true",
         "{d}"
     );
     let c = &d["spec"]["template"]["spec"]["containers"][0];
@@ -399,7 +418,11 @@ fn mutating_policies_apply_configuration_and_json_patch() {
     assert!(d["metadata"]["labels"].get("mutated-by").is_none(), "{d}");
     // other namespaces are untouched
     namespace(&s, "plain", json!({}));
-    let d = created(&s, "/apis/apps/v1/namespaces/plain/deployments", deployment("web", 10));
+    let d = created(
+        &s,
+        "/apis/apps/v1/namespaces/plain/deployments",
+        deployment("web", 10),
+    );
     assert_eq!(d["spec"]["replicas"], 10);
 }
 
@@ -464,7 +487,10 @@ fn validating_policy_status_reports_type_checking() {
         JSON,
         &Value::Null,
     );
-    assert_eq!(p["status"], json!({"observedGeneration": 2, "typeChecking": {}}));
+    assert_eq!(
+        p["status"],
+        json!({"observedGeneration": 2, "typeChecking": {}})
+    );
     // a policy that does not compile is refused
     let (code, e) = post(
         &s,
@@ -473,5 +499,8 @@ fn validating_policy_status_reports_type_checking() {
             "validations": [{"expression": "object.spec.replicas <"}]}}),
     );
     assert_eq!(code, 422, "{e}");
-    assert_eq!(e["details"]["causes"][0]["field"], "spec.validations[0].expression");
+    assert_eq!(
+        e["details"]["causes"][0]["field"],
+        "spec.validations[0].expression"
+    );
 }

@@ -100,8 +100,7 @@ impl Rule {
             "Namespaced" if !def.namespaced => return false,
             _ => {}
         }
-        if !self.resource_names.is_empty()
-            && !self.resource_names.iter().any(|n| *n == attrs.name)
+        if !self.resource_names.is_empty() && !self.resource_names.contains(&attrs.name)
         {
             return false;
         }
@@ -187,10 +186,11 @@ impl Matcher {
             if !ns_sel.matches_map(own) {
                 return false;
             }
-        } else if attrs.resource.namespaced && !ns_sel.is_empty() {
-            if !ns_sel.matches_map(namespace_labels.unwrap_or(&empty)) {
-                return false;
-            }
+        } else if attrs.resource.namespaced
+            && !ns_sel.is_empty()
+            && !ns_sel.matches_map(namespace_labels.unwrap_or(&empty))
+        {
+            return false;
         }
         let Some(obj_sel) = &self.object_selector else {
             return false;
@@ -258,7 +258,9 @@ mod tests {
         let deploy = attrs("apps", "v1", "deployments", None);
         let scale = attrs("apps", "v1", "deployments", Some("scale"));
         let all = |res: &str| {
-            rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": [res]}))
+            rule(
+                json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": [res]}),
+            )
         };
         assert!(all("*").matches(&deploy, false));
         assert!(!all("*").matches(&scale, false));
@@ -269,11 +271,17 @@ mod tests {
         assert!(!all("deployments/*").matches(&deploy, false));
         assert!(all("deployments/scale").matches(&scale, false));
         assert!(!all("pods").matches(&deploy, false));
-        let r = rule(json!({"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}));
+        let r = rule(
+            json!({"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}),
+        );
         assert!(!r.matches(&deploy, false));
-        let r = rule(json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["deployments"]}));
+        let r = rule(
+            json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["deployments"]}),
+        );
         assert!(!r.matches(&deploy, false));
-        let r = rule(json!({"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1beta1"], "resources": ["deployments"]}));
+        let r = rule(
+            json!({"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1beta1"], "resources": ["deployments"]}),
+        );
         assert!(!r.matches(&deploy, false));
         assert!(r.matches(&deploy, true), "Equivalent ignores the version");
         let mut cluster = all("*");

@@ -30,10 +30,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::admission::Attributes;
-use crate::storage::store::{Store, Table};
 use crate::machinery::cel::admission::{self as cel, Activation, Want};
 use crate::registry::catalog::{Catalog, ResourceDef};
 use crate::storage::store::object_key;
+use crate::storage::store::{Store, Table};
 use apimachinery::selector::LabelSelector;
 use apimachinery::status::ApiError;
 use matching::Matcher;
@@ -83,10 +83,7 @@ impl Expr {
         let r = cel::with_program(&self.src, self.vars, self.want, |p| act.eval(p));
         match r {
             Err(e) if cel::is_cost_error(&e) => Err(BUDGET.into()),
-            Err(e) => Err(format!(
-                "expression '{}' resulted in error: {e}",
-                self.src
-            )),
+            Err(e) => Err(format!("expression '{}' resulted in error: {e}", self.src)),
             Ok(v) if act.over_budget() => {
                 let _ = v;
                 Err(BUDGET.into())
@@ -227,8 +224,7 @@ impl<'a> Ctx<'a> {
         obj: Option<&'a Value>,
     ) -> Result<Ctx<'a>, ApiError> {
         let mut namespace = None;
-        let is_namespace =
-            attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
+        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
         if let (Some(ns), false) = (attrs.namespace.as_deref(), is_namespace) {
             if !ns.is_empty() {
                 let def = Catalog::builtin().lookup("", "v1", "namespaces");
@@ -333,7 +329,9 @@ impl<'a> Ctx<'a> {
                 .table
                 .iter()
                 .filter(|(k, _)| prefix.as_deref().is_none_or(|p| k.starts_with(p)))
-                .filter(|(_, o)| sel.matches(|k| o.labels.iter().find(|(l, _)| &**l == k).map(|(_, v)| &**v)))
+                .filter(|(_, o)| {
+                    sel.matches(|k| o.labels.iter().find(|(l, _)| &**l == k).map(|(_, v)| &**v))
+                })
                 .filter_map(|(_, o)| o.value().ok())
                 .filter_map(present)
                 .collect()
@@ -412,7 +410,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// An activation with every variable but `variables` bound.
-    pub(crate) fn activation(&self, request: &Value, ns_obj: &Value, params: Option<&Value>) -> Activation {
+    pub(crate) fn activation(
+        &self,
+        request: &Value,
+        ns_obj: &Value,
+        params: Option<&Value>,
+    ) -> Activation {
         let mut act = Activation::new();
         let null = Value::Null;
         act.bind_json("object", self.obj.unwrap_or(&null));
@@ -430,7 +433,10 @@ impl<'a> Ctx<'a> {
             name: self.attrs.name.clone(),
             ..Default::default()
         };
-        act.bind_authorizer(Box::new(move |c, verb| authorize(authorizer.as_deref(), user.as_deref(), c, verb)), rr);
+        act.bind_authorizer(
+            Box::new(move |c, verb| authorize(authorizer.as_deref(), user.as_deref(), c, verb)),
+            rr,
+        );
         act
     }
 }

@@ -9,11 +9,11 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::{objects, table, Server, Binding, Common, Ctx, Expr, VARS};
+use super::{objects, table, Binding, Common, Ctx, Expr, Server, VARS};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
-use crate::storage::store::Table;
 use crate::machinery::cel::admission::Want;
 use crate::registry::catalog::ResourceDef;
+use crate::storage::store::Table;
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// One `mutations[]` entry.
@@ -311,9 +311,8 @@ pub(crate) fn apply_configuration(
             "$ref": format!("{}{}", crate::machinery::schema::REF_PREFIX, def.definition())
         }),
     };
-    let resolve = |name: &str| -> Option<&Value> {
-        crate::registry::catalog::definitions().get(name)
-    };
+    let resolve =
+        |name: &str| -> Option<&Value> { crate::registry::catalog::definitions().get(name) };
     let cache = crate::machinery::ssa::schema::AtomCache::default();
     let mut schema = crate::machinery::ssa::Schema::new(&root, &resolve).with_cache(&cache);
     if def.custom.is_none() {
@@ -340,8 +339,8 @@ pub(crate) fn json_patch(obj: &Value, ops: Value) -> Result<Value, String> {
         m.retain(|k, v| !(k == "from" && v.as_str() == Some("")));
         list.push(Value::Object(m));
     }
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(list))
-        .map_err(|e| format!("JSON Patch: {e}"))?;
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(list)).map_err(|e| format!("JSON Patch: {e}"))?;
     let mut out = obj.clone();
     json_patch::patch(&mut out, &patch).map_err(|e| format!("JSON Patch: {e}"))?;
     Ok(out)
@@ -390,9 +389,11 @@ mod tests {
             err,
             "type mismatch: JSONPatchType.expression should evaluate to array"
         );
-        let err =
-            json_patch(&obj, json!([{"op": "test", "path": "/spec/replicas", "value": 2}]))
-                .unwrap_err();
+        let err = json_patch(
+            &obj,
+            json!([{"op": "test", "path": "/spec/replicas", "value": 2}]),
+        )
+        .unwrap_err();
         assert!(err.starts_with("JSON Patch: "), "{err}");
     }
 }

@@ -16,7 +16,11 @@ const MAX_DEPTH: usize = 24;
 fn strings(v: &Value, k: &str) -> Vec<String> {
     v.get(k)
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -101,7 +105,11 @@ fn inline(s: &Value, depth: usize) -> Value {
             "properties" => {
                 let props = v
                     .as_object()
-                    .map(|p| p.iter().map(|(pk, pv)| (pk.clone(), inline(pv, depth + 1))).collect())
+                    .map(|p| {
+                        p.iter()
+                            .map(|(pk, pv)| (pk.clone(), inline(pv, depth + 1)))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 out.insert(k.clone(), Value::Object(props));
             }
@@ -155,15 +163,28 @@ pub fn expression_warnings(policy: &Value, catalog: &Catalog) -> Vec<Value> {
         .cloned()
         .unwrap_or_default();
     for (i, v) in validations.iter().enumerate() {
-        for (field, want) in [("expression", Want::Bool), ("messageExpression", Want::String)] {
-            let Some(src) = v.get(field).and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+        for (field, want) in [
+            ("expression", Want::Bool),
+            ("messageExpression", Want::String),
+        ] {
+            let Some(src) = v
+                .get(field)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            else {
                 continue;
             };
             let messages: Vec<String> = schemas
                 .iter()
                 .filter_map(|(gvk, schema)| {
-                    type_check(src, schema, params_schema.as_ref(), param_kind.is_some(), want)
-                        .map(|issue| format!("{gvk}: {issue}\n"))
+                    type_check(
+                        src,
+                        schema,
+                        params_schema.as_ref(),
+                        param_kind.is_some(),
+                        want,
+                    )
+                    .map(|issue| format!("{gvk}: {issue}\n"))
                 })
                 .collect();
             if !messages.is_empty() {
@@ -180,7 +201,9 @@ pub fn expression_warnings(policy: &Value, catalog: &Catalog) -> Vec<Value> {
 /// The status upstream's type-checking controller writes for `policy` at its current
 /// generation, or `None` when the status already reflects it.
 pub fn desired_status(policy: &Value, catalog: &Catalog) -> Option<Value> {
-    let generation = policy.pointer("/metadata/generation").and_then(Value::as_i64)?;
+    let generation = policy
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)?;
     let observed = policy
         .pointer("/status/observedGeneration")
         .and_then(Value::as_i64)
@@ -218,7 +241,9 @@ mod tests {
     fn warnings_name_the_kind_and_the_field() {
         let c = Catalog::builtin();
         assert!(expression_warnings(
-            &policy(json!([{"expression": "object.spec.replicas > 1 && object.metadata.name != ''"}])),
+            &policy(
+                json!([{"expression": "object.spec.replicas > 1 && object.metadata.name != ''"}])
+            ),
             c
         )
         .is_empty());

@@ -6,10 +6,12 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Value};
 
-use super::{forbidden, objects, reason_code, reason_static, table, Binding, Server, Common, Ctx, Expr, VARS};
+use super::{
+    forbidden, objects, reason_code, reason_static, table, Binding, Common, Ctx, Expr, Server, VARS,
+};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
-use crate::storage::store::Table;
 use crate::machinery::cel::admission::Want;
+use crate::storage::store::Table;
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// Upstream `MaxEvaluatedMessageExpressionSizeBytes`.
@@ -53,10 +55,7 @@ impl Policy {
                                 .and_then(Value::as_str)
                                 .filter(|m| !m.is_empty())
                                 .map(|m| Expr::new(m, Want::String, VARS)),
-                            reason: v
-                                .get("reason")
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
+                            reason: v.get("reason").and_then(Value::as_str).map(str::to_string),
                         })
                         .collect()
                 })
@@ -66,7 +65,12 @@ impl Policy {
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()
-                        .map(|v| (s(v, "key"), Expr::new(&s(v, "valueExpression"), Want::Any, VARS)))
+                        .map(|v| {
+                            (
+                                s(v, "key"),
+                                Expr::new(&s(v, "valueExpression"), Want::Any, VARS),
+                            )
+                        })
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -220,7 +224,8 @@ fn evaluate(
                 }
             };
             for param in &params {
-                let (decisions, notes) = validate_one(&ctx, policy, &request, &ns_obj, param.as_ref());
+                let (decisions, notes) =
+                    validate_one(&ctx, policy, &request, &ns_obj, param.as_ref());
                 for (i, d) in decisions.into_iter().enumerate() {
                     if !d.deny {
                         continue;
@@ -273,9 +278,7 @@ fn evaluate(
             }
         }
         for (k, vs) in annotations {
-            found
-                .annotations
-                .insert(format!("{}/{k}", c.name), vs);
+            found.annotations.insert(format!("{}/{k}", c.name), vs);
         }
     }
     for (k, vs) in found.annotations {

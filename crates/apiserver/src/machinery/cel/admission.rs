@@ -42,12 +42,7 @@ pub fn compile(src: &str, vars: &[&str], want: Want) -> Result<Program, String> 
     let decl: Vec<(String, Ty)> = vars.iter().map(|v| (v.to_string(), Ty::Dyn)).collect();
     match Checker::new(decl).check(&e) {
         Err(i) if i.pos == usize::MAX => return Err(i.msg),
-        Err(i) => {
-            return Err(format!(
-                "compilation failed: {}",
-                render_issues(src, &[i])
-            ))
-        }
+        Err(i) => return Err(format!("compilation failed: {}", render_issues(src, &[i]))),
         Ok(t) => match (want, t) {
             (Want::Bool, Ty::Bool | Ty::Dyn) => {}
             (Want::String, Ty::String | Ty::Dyn) => {}
@@ -105,7 +100,9 @@ pub fn type_check(
         Err(i) if i.pos == usize::MAX => Some(i.msg),
         Err(i) => Some(format!("compilation failed: {}", render_issues(src, &[i]))),
         Ok(t) => match (want, t) {
-            (Want::Bool, Ty::Bool | Ty::Dyn) | (Want::String, Ty::String | Ty::Dyn) | (Want::Any, _) => None,
+            (Want::Bool, Ty::Bool | Ty::Dyn)
+            | (Want::String, Ty::String | Ty::Dyn)
+            | (Want::Any, _) => None,
             (Want::Bool, t) => Some(format!(
                 "compilation failed: expected type bool but found {}",
                 ty_name(&t)
@@ -191,8 +188,10 @@ impl Activation {
     /// `authorizer`) and `authorizer.requestResource` from `request`.
     pub fn bind_authorizer(&mut self, f: Box<eval::AuthorizerFn>, request_resource: eval::Authz) {
         self.authorizer = Some(std::rc::Rc::from(f));
-        self.vars
-            .push(("authorizer".into(), eval::authorizer_val(Some(request_resource))));
+        self.vars.push((
+            "authorizer".into(),
+            eval::authorizer_val(Some(request_resource)),
+        ));
     }
 
     fn env(&self, budget: i64) -> Env {
@@ -289,7 +288,9 @@ fn base64(b: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in b.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             if i <= c.len() {
                 out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -307,7 +308,11 @@ mod tests {
     use serde_json::json;
 
     fn run(src: &str, obj: J) -> Result<J, String> {
-        let p = compile(src, &["object", "oldObject", "params", "variables"], Want::Any)?;
+        let p = compile(
+            src,
+            &["object", "oldObject", "params", "variables"],
+            Want::Any,
+        )?;
         let mut a = Activation::new();
         a.bind_json("object", &obj);
         a.bind_json("oldObject", &J::Null);
@@ -317,7 +322,10 @@ mod tests {
     #[test]
     fn dynamic_objects() {
         let d = json!({"spec": {"replicas": 7}, "metadata": {"labels": {"a": "b"}}});
-        assert_eq!(run("object.spec.replicas <= 5", d.clone()), Ok(json!(false)));
+        assert_eq!(
+            run("object.spec.replicas <= 5", d.clone()),
+            Ok(json!(false))
+        );
         assert_eq!(run("has(object.spec.paused)", d.clone()), Ok(json!(false)));
         assert_eq!(run("oldObject == null", d.clone()), Ok(json!(true)));
         assert_eq!(
@@ -367,7 +375,10 @@ mod tests {
     #[test]
     fn compile_errors() {
         let e = compile("object.", &["object"], Want::Bool).unwrap_err();
-        assert!(e.starts_with("compilation failed: ERROR: <input>:1:8"), "{e}");
+        assert!(
+            e.starts_with("compilation failed: ERROR: <input>:1:8"),
+            "{e}"
+        );
         let e = compile("nope == 1", &["object"], Want::Bool).unwrap_err();
         assert!(e.contains("undeclared reference to 'nope'"), "{e}");
         let e = compile("'a'", &["object"], Want::Bool).unwrap_err();

@@ -276,7 +276,9 @@ fn global(name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
             let Val::Str(k) = &x else {
                 return Err(no());
             };
-            Ok(Val::Str(Rc::from(k.replace('~', "~0").replace('/', "~1").as_str())))
+            Ok(Val::Str(Rc::from(
+                k.replace('~', "~0").replace('/', "~1").as_str(),
+            )))
         }
         "isIP" | "isCIDR" | "ip.isCanonical" => {
             let Val::Str(s) = &x else {
@@ -437,7 +439,14 @@ pub fn fmt_double(d: f64) -> String {
 }
 
 /// The `authorizer` library: building a check, running it, reading the decision.
-fn authz_member(stage: &str, mut c: eval::Authz, t: &Val, name: &str, a: &[Val], env: &mut Env) -> R {
+fn authz_member(
+    stage: &str,
+    mut c: eval::Authz,
+    t: &Val,
+    name: &str,
+    a: &[Val],
+    env: &mut Env,
+) -> R {
     let arg = |i: usize| match a.get(i) {
         Some(Val::Str(x)) => Ok(x.to_string()),
         _ => Err(no()),
@@ -457,8 +466,14 @@ fn authz_member(stage: &str, mut c: eval::Authz, t: &Val, name: &str, a: &[Val],
                 _ => return Err(no()),
             };
             m.retain(|(k, _)| !matches!(k, Val::Str(x) if x.starts_with("\u{0}sa")));
-            m.push((Val::Str(Rc::from("\u{0}saNamespace")), Val::Str(Rc::from(arg(0)?.as_str()))));
-            m.push((Val::Str(Rc::from("\u{0}saName")), Val::Str(Rc::from(arg(1)?.as_str()))));
+            m.push((
+                Val::Str(Rc::from("\u{0}saNamespace")),
+                Val::Str(Rc::from(arg(0)?.as_str())),
+            ));
+            m.push((
+                Val::Str(Rc::from("\u{0}saName")),
+                Val::Str(Rc::from(arg(1)?.as_str())),
+            ));
             m.retain(|(k, _)| !matches!(k, Val::Str(x) if &**x == "requestResource"));
             Ok(Val::Map(Rc::new(m), true))
         }
@@ -486,22 +501,36 @@ fn authz_member(stage: &str, mut c: eval::Authz, t: &Val, name: &str, a: &[Val],
                 None => ("noOpinion", String::new(), String::new()),
             };
             let m = vec![
-                (Val::Str(Rc::from("\u{0}authz")), Val::Str(Rc::from("decision"))),
-                (Val::Str(Rc::from("\u{0}decision")), Val::Str(Rc::from(decision))),
-                (Val::Str(Rc::from("\u{0}reason")), Val::Str(Rc::from(reason.as_str()))),
-                (Val::Str(Rc::from("\u{0}error")), Val::Str(Rc::from(error.as_str()))),
+                (
+                    Val::Str(Rc::from("\u{0}authz")),
+                    Val::Str(Rc::from("decision")),
+                ),
+                (
+                    Val::Str(Rc::from("\u{0}decision")),
+                    Val::Str(Rc::from(decision)),
+                ),
+                (
+                    Val::Str(Rc::from("\u{0}reason")),
+                    Val::Str(Rc::from(reason.as_str())),
+                ),
+                (
+                    Val::Str(Rc::from("\u{0}error")),
+                    Val::Str(Rc::from(error.as_str())),
+                ),
             ];
             Ok(Val::Map(Rc::new(m), true))
         }
         ("decision", "allowed" | "reason" | "errored" | "error", 0) => {
-            let get = |k: &str| match t {
-                Val::Map(m, _) => m.iter().find_map(|(kk, vv)| match (kk, vv) {
-                    (Val::Str(a), Val::Str(b)) if &**a == k => Some(b.to_string()),
+            let get = |k: &str| {
+                match t {
+                    Val::Map(m, _) => m.iter().find_map(|(kk, vv)| match (kk, vv) {
+                        (Val::Str(a), Val::Str(b)) if &**a == k => Some(b.to_string()),
+                        _ => None,
+                    }),
                     _ => None,
-                }),
-                _ => None,
-            }
-            .unwrap_or_default();
+                }
+                .unwrap_or_default()
+            };
             Ok(match name {
                 "allowed" => Val::Bool(get("\u{0}decision") == "allow"),
                 "reason" => Val::Str(Rc::from(get("\u{0}reason").as_str())),

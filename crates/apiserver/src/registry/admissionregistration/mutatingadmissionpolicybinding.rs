@@ -12,7 +12,8 @@ use apimachinery::field::Cause;
 use apimachinery::names::NameRule;
 
 /// The `admissionregistration.k8s.io/v1` kind.
-pub static KIND: Kind = Kind::new(&[], &MutatingAdmissionPolicyBindingStrategy).in_categories(&["api-extensions"]);
+pub static KIND: Kind =
+    Kind::new(&[], &MutatingAdmissionPolicyBindingStrategy).in_categories(&["api-extensions"]);
 
 /// What MutatingAdmissionPolicyBinding does differently.
 pub struct MutatingAdmissionPolicyBindingStrategy;
@@ -53,8 +54,16 @@ pub(crate) mod printer {
     pub(crate) static MUTATINGADMISSIONPOLICYBINDING: Printer = Printer {
         columns: &[
             NAME,
-            string("PolicyName", text("PolicyName indicates the policy definition which the policy binding binded to")),
-            string("ParamRef", text("ParamRef indicates the param resource which sets the configration param")),
+            string(
+                "PolicyName",
+                text(
+                    "PolicyName indicates the policy definition which the policy binding binded to",
+                ),
+            ),
+            string(
+                "ParamRef",
+                text("ParamRef indicates the param resource which sets the configration param"),
+            ),
             AGE,
         ],
         print: |v, now| {

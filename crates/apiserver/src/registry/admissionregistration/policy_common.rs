@@ -4,11 +4,11 @@
 //! (upstream `pkg/printers/internalversion/printers.go`).
 
 use crate::machinery::cel::admission::{compile, Want};
-use crate::registry::defaults::prelude::{default_ptr, each_obj, Obj};
 use crate::registry::defaults::prelude::child as child_obj;
+use crate::registry::defaults::prelude::{default_ptr, each_obj, Obj};
 use crate::registry::validation::prelude::*;
-use serde_json::json;
 use apimachinery::field;
+use serde_json::json;
 
 /// The variables policy expressions may use (`params` only with a `paramKind`).
 const VARS: &[&str] = &[
@@ -37,7 +37,9 @@ pub(crate) fn default_match_resources(m: &mut Obj) {
 
 /// The defaults of a policy's spec; `mutating` adds `reinvocationPolicy: Never`.
 pub(crate) fn default_policy(o: &mut Obj, mutating: bool) {
-    let Some(spec) = child_obj(o, "spec") else { return };
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
     default_ptr(spec, "failurePolicy", json!("Fail"));
     if mutating {
         default_ptr(spec, "reinvocationPolicy", json!("Never"));
@@ -49,7 +51,9 @@ pub(crate) fn default_policy(o: &mut Obj, mutating: bool) {
 
 /// The defaults of a binding's spec (`SetDefaults_ParamRef`: `parameterNotFoundAction: Deny`).
 pub(crate) fn default_binding(o: &mut Obj) {
-    let Some(spec) = child_obj(o, "spec") else { return };
+    let Some(spec) = child_obj(o, "spec") else {
+        return;
+    };
     if let Some(m) = child_obj(spec, "matchResources") {
         default_match_resources(m);
     }
@@ -168,7 +172,11 @@ fn validate_rule(e: &mut Errs, r: &Value, path: &str) {
             None => (res.as_str(), None),
         };
         if main.is_empty() || sub.is_some_and(str::is_empty) {
-            e.0.push(field::invalid(&p, s(res), "must not have an empty resource or subresource"));
+            e.0.push(field::invalid(
+                &p,
+                s(res),
+                "must not have an empty resource or subresource",
+            ));
         }
         if main == "*" && sub.is_none() && resources.len() > 1 {
             e.0.push(field::invalid(
@@ -230,15 +238,27 @@ fn validate_param_kind(e: &mut Errs, k: &Value, path: &str) {
         if !group.is_empty() {
             let errs = apimachinery::names::is_dns1123_subdomain(group);
             if !errs.is_empty() {
-                e.0.push(field::invalid(&child(path, "apiVersion"), s(group), &errs.join(",")));
+                e.0.push(field::invalid(
+                    &child(path, "apiVersion"),
+                    s(group),
+                    &errs.join(","),
+                ));
             }
         }
         if version.is_empty() {
-            e.0.push(field::invalid(&child(path, "apiVersion"), s(av), "version must be specified"));
+            e.0.push(field::invalid(
+                &child(path, "apiVersion"),
+                s(av),
+                "version must be specified",
+            ));
         } else {
             let errs = apimachinery::names::is_dns1035_label(version);
             if !errs.is_empty() {
-                e.0.push(field::invalid(&child(path, "apiVersion"), s(version), &errs.join(",")));
+                e.0.push(field::invalid(
+                    &child(path, "apiVersion"),
+                    s(version),
+                    &errs.join(","),
+                ));
             }
         }
     }
@@ -251,7 +271,10 @@ fn validate_param_kind(e: &mut Errs, k: &Value, path: &str) {
             e.0.push(field::invalid(
                 &child(path, "kind"),
                 s(kind),
-                &format!("may have mixed case, but should otherwise match: {}", errs.join(",")),
+                &format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    errs.join(",")
+                ),
             ));
         }
     }
@@ -265,9 +288,27 @@ fn is_cel_identifier(name: &str) -> bool {
     first_ok
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
         && ![
-            "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-            "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-            "void", "while",
+            "true",
+            "false",
+            "null",
+            "in",
+            "as",
+            "break",
+            "const",
+            "continue",
+            "else",
+            "for",
+            "function",
+            "if",
+            "import",
+            "let",
+            "loop",
+            "package",
+            "namespace",
+            "return",
+            "var",
+            "void",
+            "while",
         ]
         .contains(&name)
 }
@@ -289,7 +330,9 @@ fn validate_policy_common(e: &mut Errs, spec: &Value, path: &str) -> bool {
         validate_param_kind(e, k, &child(path, "paramKind"));
     }
     match spec.get("matchConstraints").filter(|m| m.is_object()) {
-        None => e.0.push(field::required(&child(path, "matchConstraints"), "")),
+        None => {
+            e.0.push(field::required(&child(path, "matchConstraints"), ""))
+        }
         Some(m) => {
             validate_match_resources(e, m, &child(path, "matchConstraints"));
             if items(m, "resourceRules").is_empty() {
@@ -332,11 +375,18 @@ fn validate_policy_common(e: &mut Errs, spec: &Value, path: &str) -> bool {
         if name.trim().is_empty() {
             e.0.push(field::required(&child(&p, "name"), "name is not specified"));
         } else if !is_cel_identifier(name) {
-            e.0.push(field::invalid(&child(&p, "name"), s(name), "name is not a valid CEL identifier"));
+            e.0.push(field::invalid(
+                &child(&p, "name"),
+                s(name),
+                "name is not a valid CEL identifier",
+            ));
         }
         let expr = st(v, "expression").unwrap_or("");
         if expr.trim().is_empty() {
-            e.0.push(field::required(&child(&p, "expression"), "expression is not specified"));
+            e.0.push(field::required(
+                &child(&p, "expression"),
+                "expression is not specified",
+            ));
         } else {
             compile_err(e, &child(&p, "expression"), expr, Want::Any, has_params);
         }
@@ -362,30 +412,59 @@ pub(crate) fn validate_validating_policy(e: &mut Errs, obj: &Value) {
         let p = index("spec.validations", i);
         let expr = st(v, "expression").unwrap_or("");
         if expr.trim().is_empty() {
-            e.0.push(field::required(&child(&p, "expression"), "expression is not specified"));
+            e.0.push(field::required(
+                &child(&p, "expression"),
+                "expression is not specified",
+            ));
         } else {
             compile_err(e, &child(&p, "expression"), expr, Want::Bool, has_params);
         }
         let me = st(v, "messageExpression").unwrap_or("");
         if !me.is_empty() && me.trim().is_empty() {
-            e.0.push(field::invalid(&child(&p, "messageExpression"), s(me), "must be non-empty if specified"));
+            e.0.push(field::invalid(
+                &child(&p, "messageExpression"),
+                s(me),
+                "must be non-empty if specified",
+            ));
         } else if !me.trim().is_empty() {
-            compile_err(e, &child(&p, "messageExpression"), me, Want::String, has_params);
+            compile_err(
+                e,
+                &child(&p, "messageExpression"),
+                me,
+                Want::String,
+                has_params,
+            );
         }
         let msg = st(v, "message").unwrap_or("");
         if !msg.is_empty() && msg.trim().is_empty() {
-            e.0.push(field::invalid(&child(&p, "message"), s(msg), "message must be non-empty if specified"));
+            e.0.push(field::invalid(
+                &child(&p, "message"),
+                s(msg),
+                "message must be non-empty if specified",
+            ));
         } else if msg.trim().contains(['\n', '\r']) {
-            e.0.push(field::invalid(&child(&p, "message"), s(msg), "message must not contain line breaks"));
+            e.0.push(field::invalid(
+                &child(&p, "message"),
+                s(msg),
+                "message must not contain line breaks",
+            ));
         }
         if let Some(r) = st(v, "reason") {
-            let ok = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"];
+            let ok = [
+                "Forbidden",
+                "Invalid",
+                "RequestEntityTooLarge",
+                "Unauthorized",
+            ];
             if !ok.contains(&r) {
                 e.0.push(field::not_supported(&child(&p, "reason"), s(r), &ok));
             }
         }
     }
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let mut keys = std::collections::BTreeSet::new();
     if audits.len() > 20 {
         e.0.push(field::invalid(
@@ -398,7 +477,11 @@ pub(crate) fn validate_validating_policy(e: &mut Errs, obj: &Value) {
         let p = index("spec.auditAnnotations", i);
         let key = st(a, "key").unwrap_or("");
         if name.is_empty() {
-            e.0.push(field::invalid(&child(&p, "key"), s(key), "requires metadata.name be non-empty"));
+            e.0.push(field::invalid(
+                &child(&p, "key"),
+                s(key),
+                "requires metadata.name be non-empty",
+            ));
         } else {
             let full = format!("{name}/{key}");
             for msg in qualified_name_errs(&full) {
@@ -407,7 +490,10 @@ pub(crate) fn validate_validating_policy(e: &mut Errs, obj: &Value) {
         }
         let ve = st(a, "valueExpression").unwrap_or("").trim();
         if ve.is_empty() {
-            e.0.push(field::required(&child(&p, "valueExpression"), "valueExpression is not specified"));
+            e.0.push(field::required(
+                &child(&p, "valueExpression"),
+                "valueExpression is not specified",
+            ));
         } else if ve.len() > 5 * 1024 {
             e.0.push(field::required(
                 &child(&p, "valueExpression"),
@@ -438,7 +524,10 @@ pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
     }
     let mutations = items(spec, "mutations");
     if mutations.is_empty() {
-        e.0.push(field::required("spec.mutations", "mutations must contain at least one item"));
+        e.0.push(field::required(
+            "spec.mutations",
+            "mutations must contain at least one item",
+        ));
     }
     for (i, m) in mutations.iter().enumerate() {
         let p = index("spec.mutations", i);
@@ -461,7 +550,10 @@ pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
         if m.get(other).is_some_and(|x| !x.is_null()) {
             e.0.push(field::forbidden(
                 &child(&p, other),
-                &format!("must not be specified when patchType is {}", st(m, "patchType").unwrap_or("")),
+                &format!(
+                    "must not be specified when patchType is {}",
+                    st(m, "patchType").unwrap_or("")
+                ),
             ));
         }
         let expr = m
@@ -474,7 +566,10 @@ pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
             if m.get(key).is_none_or(Value::is_null) {
                 e.0.push(field::required(
                     &child(&p, key),
-                    &format!("{key} is required when patchType is {}", st(m, "patchType").unwrap_or("")),
+                    &format!(
+                        "{key} is required when patchType is {}",
+                        st(m, "patchType").unwrap_or("")
+                    ),
                 ));
             } else {
                 e.0.push(field::required(&ep, ""));
@@ -493,20 +588,31 @@ fn validate_param_ref(e: &mut Errs, r: &Value, path: &str) {
             e.0.push(field::invalid(&child(path, "name"), s(name), &msg));
         }
         if selector.is_some() {
-            e.0.push(field::forbidden(&child(path, "name"), "name and selector are mutually exclusive"));
+            e.0.push(field::forbidden(
+                &child(path, "name"),
+                "name and selector are mutually exclusive",
+            ));
         }
     }
     if let Some(sel) = selector {
         validate_label_selector(e, sel, &child(path, "selector"));
         if !name.is_empty() {
-            e.0.push(field::forbidden(&child(path, "selector"), "name and selector are mutually exclusive"));
+            e.0.push(field::forbidden(
+                &child(path, "selector"),
+                "name and selector are mutually exclusive",
+            ));
         }
     }
     if name.is_empty() && selector.is_none() {
-        e.0.push(field::required(path, "one of name or selector must be specified"));
+        e.0.push(field::required(
+            path,
+            "one of name or selector must be specified",
+        ));
     }
     match st(r, "parameterNotFoundAction") {
-        None | Some("") => e.0.push(field::required(&child(path, "parameterNotFoundAction"), "")),
+        None | Some("") => {
+            e.0.push(field::required(&child(path, "parameterNotFoundAction"), ""))
+        }
         Some(a) if a != "Deny" && a != "Allow" => e.0.push(field::not_supported(
             &child(path, "parameterNotFoundAction"),
             s(a),
@@ -557,7 +663,10 @@ pub(crate) fn validate_binding(e: &mut Errs, obj: &Value, validating: bool) {
         ));
     }
     if seen.is_empty() {
-        e.0.push(field::required("spec.validationActions", "at least one validation action is required"));
+        e.0.push(field::required(
+            "spec.validationActions",
+            "at least one validation action is required",
+        ));
     }
 }
 
@@ -666,17 +775,38 @@ mod tests {
             "matchConstraints": {"resourceRules": []},
             "validations": [{"expression": "object.x <", "reason": "Nope", "message": "a\nb"}]})));
         let got = causes(|e| validate_validating_policy(e, &bad));
-        assert_eq!(got[0], ("spec.failurePolicy".into(), "Unsupported value: \"other\": supported values: \"Fail\", \"Ignore\"".into()));
-        assert_eq!(got[1], ("spec.matchConstraints.resourceRules".into(), "Required value".into()));
+        assert_eq!(
+            got[0],
+            (
+                "spec.failurePolicy".into(),
+                "Unsupported value: \"other\": supported values: \"Fail\", \"Ignore\"".into()
+            )
+        );
+        assert_eq!(
+            got[1],
+            (
+                "spec.matchConstraints.resourceRules".into(),
+                "Required value".into()
+            )
+        );
         assert_eq!(got[2].0, "spec.validations[0].expression");
         assert!(got[2].1.starts_with("Invalid value: \"object.x <\": compilation failed: ERROR: <input>:1:11: Syntax error"), "{}", got[2].1);
-        assert_eq!(got[3], ("spec.validations[0].message".into(), "Invalid value: \"a\\nb\": message must not contain line breaks".into()));
+        assert_eq!(
+            got[3],
+            (
+                "spec.validations[0].message".into(),
+                "Invalid value: \"a\\nb\": message must not contain line breaks".into()
+            )
+        );
         assert_eq!(got[4], ("spec.validations[0].reason".into(), "Unsupported value: \"Nope\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\"".into()));
         // params are declared only with a paramKind
         let params = defaulted(vap(json!({"matchConstraints": {"resourceRules": [rule]},
             "validations": [{"expression": "params.x == 1"}]})));
         let got = causes(|e| validate_validating_policy(e, &params));
-        assert!(got[0].1.contains("undeclared reference to 'params'"), "{got:?}");
+        assert!(
+            got[0].1.contains("undeclared reference to 'params'"),
+            "{got:?}"
+        );
         let rules = defaulted(vap(json!({"matchConstraints": {"resourceRules": [
             {"operations": ["CREATE", "*"], "apiGroups": [], "apiVersions": ["v1"], "resources": ["a/"], "scope": "x"}]},
             "validations": [{"expression": "true"}]})));
@@ -705,7 +835,10 @@ mod tests {
             b(json!({"validationActions": []})),
             vec![
                 ("spec.policyName".into(), "Required value".into()),
-                ("spec.validationActions".into(), "Required value: at least one validation action is required".into()),
+                (
+                    "spec.validationActions".into(),
+                    "Required value: at least one validation action is required".into()
+                ),
             ]
         );
         assert_eq!(
@@ -716,24 +849,41 @@ mod tests {
             ]
         );
         assert_eq!(
-            b(json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"name": "a", "selector": {}}})),
+            b(
+                json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"name": "a", "selector": {}}})
+            ),
             vec![
-                ("spec.paramRef.name".into(), "Forbidden: name and selector are mutually exclusive".into()),
-                ("spec.paramRef.selector".into(), "Forbidden: name and selector are mutually exclusive".into()),
+                (
+                    "spec.paramRef.name".into(),
+                    "Forbidden: name and selector are mutually exclusive".into()
+                ),
+                (
+                    "spec.paramRef.selector".into(),
+                    "Forbidden: name and selector are mutually exclusive".into()
+                ),
             ]
         );
         assert_eq!(
-            b(json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"parameterNotFoundAction": "Maybe"}})),
+            b(
+                json!({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"parameterNotFoundAction": "Maybe"}})
+            ),
             vec![
-                ("spec.paramRef".into(), "Required value: one of name or selector must be specified".into()),
-                ("spec.paramRef.parameterNotFoundAction".into(), "Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"".into()),
+                (
+                    "spec.paramRef".into(),
+                    "Required value: one of name or selector must be specified".into()
+                ),
+                (
+                    "spec.paramRef.parameterNotFoundAction".into(),
+                    "Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"".into()
+                ),
             ]
         );
     }
 
     #[test]
     fn defaults_and_cells() {
-        let mut v = json!({"spec": {"matchConstraints": {"resourceRules": [{"operations": ["*"]}]}}});
+        let mut v =
+            json!({"spec": {"matchConstraints": {"resourceRules": [{"operations": ["*"]}]}}});
         default_policy(v.as_object_mut().unwrap(), true);
         assert_eq!(
             v,
@@ -743,10 +893,15 @@ mod tests {
         );
         assert_eq!(param_kind_cell(&json!({"spec": {}})), "<unset>");
         assert_eq!(
-            param_kind_cell(&json!({"spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}})),
+            param_kind_cell(
+                &json!({"spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}})
+            ),
             "v1/ConfigMap"
         );
-        assert_eq!(param_ref_cell(&json!({"spec": {"paramRef": {"name": "a"}}})), "*/a");
+        assert_eq!(
+            param_ref_cell(&json!({"spec": {"paramRef": {"name": "a"}}})),
+            "*/a"
+        );
         assert_eq!(
             param_ref_cell(&json!({"spec": {"paramRef": {"name": "a", "namespace": "n"}}})),
             "n/a"

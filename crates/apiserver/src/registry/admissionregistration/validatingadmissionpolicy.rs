@@ -12,7 +12,8 @@ use apimachinery::field::Cause;
 use apimachinery::names::NameRule;
 
 /// The `admissionregistration.k8s.io/v1` kind.
-pub static KIND: Kind = Kind::new(&[], &ValidatingAdmissionPolicyStrategy).in_categories(&["api-extensions"]);
+pub static KIND: Kind =
+    Kind::new(&[], &ValidatingAdmissionPolicyStrategy).in_categories(&["api-extensions"]);
 
 /// What ValidatingAdmissionPolicy does differently.
 pub struct ValidatingAdmissionPolicyStrategy;

@@ -266,10 +266,38 @@ const ROWS: &[Row] = &[
     ),
     row("coordination.k8s.io", "v1", "Lease", "spec", false, NONE),
     // the admission policies and bindings: spec changes
-    row("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "spec", true, CONTENT),
-    row("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "spec", true, CONTENT),
-    row("admissionregistration.k8s.io", "v1", "MutatingAdmissionPolicy", "spec", true, CONTENT),
-    row("admissionregistration.k8s.io", "v1", "MutatingAdmissionPolicyBinding", "spec", true, CONTENT),
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "spec",
+        true,
+        CONTENT,
+    ),
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "spec",
+        true,
+        CONTENT,
+    ),
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingAdmissionPolicy",
+        "spec",
+        true,
+        CONTENT,
+    ),
+    row(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingAdmissionPolicyBinding",
+        "spec",
+        true,
+        CONTENT,
+    ),
     // endpointSliceStrategy: anything but metadata, or the labels
     row(
         "discovery.k8s.io",
