@@ -100,8 +100,7 @@ impl Rule {
             "Namespaced" if !def.namespaced => return false,
             _ => {}
         }
-        if !self.resource_names.is_empty() && !self.resource_names.contains(&attrs.name)
-        {
+        if !self.resource_names.is_empty() && !self.resource_names.contains(&attrs.name) {
             return false;
         }
         true

@@ -373,6 +373,75 @@ mod tests {
     }
 
     #[test]
+    fn quantities() {
+        let d = json!({"spec": {"memory": "1Gi"}});
+        assert_eq!(
+            run(
+                "quantity(object.spec.memory).isGreaterThan(quantity('512Mi'))",
+                d.clone()
+            ),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            run("quantity('1500m').compareTo(quantity('2'))", d.clone()),
+            Ok(json!(-1))
+        );
+        assert_eq!(
+            run("quantity('2k').add(3).asInteger()", d.clone()),
+            Ok(json!(2003))
+        );
+        assert_eq!(
+            run("quantity('1.5').isInteger()", d.clone()),
+            Ok(json!(false))
+        );
+        assert_eq!(run("isQuantity('12x')", d), Ok(json!(false)));
+    }
+
+    #[test]
+    fn authorizer_checks() {
+        let p = compile(
+            "authorizer.group('apps').resource('deployments').namespace('ns').check('delete').allowed() && authorizer.requestResource.check('create').reason() == 'ok apps/deployments'",
+            &["authorizer"],
+            Want::Bool,
+        )
+        .unwrap();
+        let mut a = Activation::new();
+        a.bind_authorizer(
+            Box::new(|c: &eval::Authz, verb: &str| {
+                if c.path.is_some() {
+                    return Ok(("noOpinion", String::new()));
+                }
+                let ok = c.group == "apps" && c.resource == "deployments" && !verb.is_empty();
+                Ok((
+                    if ok { "allow" } else { "deny" },
+                    format!("ok {}/{}", c.group, c.resource),
+                ))
+            }),
+            eval::Authz {
+                group: "apps".into(),
+                resource: "deployments".into(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(a.eval(&p), Ok(json!(true)));
+        let path = compile(
+            "authorizer.path('/metrics').check('get').allowed()",
+            &["authorizer"],
+            Want::Bool,
+        )
+        .unwrap();
+        assert_eq!(a.eval(&path), Ok(json!(false)));
+        // a check costs 350000 (upstream's cost of the library): three exceed the call limit
+        let three = compile(
+            "[1, 2, 3].all(i, authorizer.path('/x').check('get').errored() == false)",
+            &["authorizer"],
+            Want::Bool,
+        )
+        .unwrap();
+        assert_eq!(a.eval(&three), Err(COST_EXCEEDED.to_string()));
+    }
+
+    #[test]
     fn compile_errors() {
         let e = compile("object.", &["object"], Want::Bool).unwrap_err();
         assert!(

@@ -20,6 +20,8 @@ fn list(v: Vec<Val>) -> Val {
 /// Names of global functions known to the checker.
 pub const GLOBALS: &[&str] = &[
     "jsonpatch.escapeKey",
+    "quantity",
+    "isQuantity",
     "size",
     "int",
     "uint",
@@ -48,6 +50,15 @@ pub const GLOBALS: &[&str] = &[
 
 /// Names of receiver-style functions known to the checker.
 pub const MEMBERS: &[&str] = &[
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "sign",
+    "add",
+    "sub",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
     "path",
     "group",
     "serviceAccount",
@@ -272,6 +283,19 @@ fn global(name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
     }
     let x = a.pop().unwrap_or(Val::Null);
     match name {
+        "quantity" | "isQuantity" => {
+            let Val::Str(q) = &x else {
+                return Err(no());
+            };
+            let parsed = apimachinery::quantity::parse(q);
+            if name == "isQuantity" {
+                return Ok(Val::Bool(parsed.is_some()));
+            }
+            match parsed {
+                Some(p) => Ok(quantity_val(p)),
+                None => Err(format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' ({q})")),
+            }
+        }
         "jsonpatch.escapeKey" => {
             let Val::Str(k) = &x else {
                 return Err(no());
@@ -542,7 +566,69 @@ fn authz_member(
     }
 }
 
+const QUANTITY: &str = "\u{0}quantity";
+
+/// A Kubernetes quantity as a CEL value (the `quantity` library of
+/// `k8s.io/apiserver/pkg/cel/library/quantity.go`), held as its canonical string.
+fn quantity_val(q: apimachinery::quantity::Quantity) -> Val {
+    Val::Map(
+        Rc::new(vec![(
+            Val::Str(Rc::from(QUANTITY)),
+            Val::Str(Rc::from(q.canonical().as_str())),
+        )]),
+        true,
+    )
+}
+
+fn quantity_of(v: &Val) -> Option<apimachinery::quantity::Quantity> {
+    let Val::Map(m, true) = v else { return None };
+    match m.first() {
+        Some((Val::Str(k), Val::Str(q))) if &**k == QUANTITY => apimachinery::quantity::parse(q),
+        _ => None,
+    }
+}
+
+fn quantity_member(q: apimachinery::quantity::Quantity, name: &str, a: &[Val]) -> R {
+    use apimachinery::quantity::{Format, Quantity};
+    let other = |i: usize| -> Result<Quantity, String> {
+        match a.get(i) {
+            Some(Val::Int(n)) => Ok(Quantity::from_value(*n, Format::DecimalSi)),
+            Some(v) => quantity_of(v).ok_or_else(no),
+            None => Err(no()),
+        }
+    };
+    let nanos = q.nanos();
+    match (name, a.len()) {
+        ("isInteger", 0) => Ok(Val::Bool(
+            nanos % 1_000_000_000 == 0 && i64::try_from(nanos / 1_000_000_000).is_ok(),
+        )),
+        ("asInteger", 0) => {
+            if nanos % 1_000_000_000 != 0 {
+                return Err("cannot convert value to integer".into());
+            }
+            i64::try_from(nanos / 1_000_000_000)
+                .map(Val::Int)
+                .map_err(|_| "cannot convert value to integer".into())
+        }
+        ("asApproximateFloat", 0) => Ok(Val::Double(nanos as f64 / 1e9)),
+        ("sign", 0) => Ok(Val::Int(nanos.signum() as i64)),
+        ("add", 1) => Ok(quantity_val(q + other(0)?)),
+        ("sub", 1) => Ok(quantity_val(q - other(0)?)),
+        ("isGreaterThan", 1) => Ok(Val::Bool(q.cmp_value(&other(0)?).is_gt())),
+        ("isLessThan", 1) => Ok(Val::Bool(q.cmp_value(&other(0)?).is_lt())),
+        ("compareTo", 1) => Ok(Val::Int(match q.cmp_value(&other(0)?) {
+            std::cmp::Ordering::Less => -1,
+            std::cmp::Ordering::Equal => 0,
+            std::cmp::Ordering::Greater => 1,
+        })),
+        _ => Err(no()),
+    }
+}
+
 fn member(t: Val, name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
+    if let Some(q) = quantity_of(&t) {
+        return quantity_member(q, name, &a);
+    }
     if let Some((stage, c)) = eval::authz_of(&t) {
         return authz_member(&stage, c, &t, name, &a, env);
     }
