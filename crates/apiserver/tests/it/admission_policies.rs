@@ -504,3 +504,70 @@ fn validating_policy_status_reports_type_checking() {
         "spec.validations[0].expression"
     );
 }
+
+#[test]
+fn params_from_a_custom_resource() {
+    let s = common::start();
+    created(
+        &s,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({"metadata": {"name": "replicalimits.example.com"}, "spec": {
+            "group": "example.com", "scope": "Cluster",
+            "names": {"plural": "replicalimits", "singular": "replicalimit", "kind": "ReplicaLimit"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"maxReplicas": {"type": "integer"}}}}}]}}),
+    );
+    created(
+        &s,
+        "/apis/example.com/v1/replicalimits",
+        json!({"apiVersion": "example.com/v1", "kind": "ReplicaLimit",
+               "metadata": {"name": "default"}, "maxReplicas": 2}),
+    );
+    namespace(&s, "crparams", json!({}));
+    policy(
+        &s,
+        "cr-limit",
+        json!({
+            "paramKind": {"apiVersion": "example.com/v1", "kind": "ReplicaLimit"},
+            "matchConstraints": deployments_rule(),
+            "validations": [{"expression": "object.spec.replicas <= params.maxReplicas",
+                             "messageExpression": "'at most ' + string(params.maxReplicas)"}],
+        }),
+    );
+    binding(
+        &s,
+        "cr-limit",
+        json!({"policyName": "cr-limit", "validationActions": ["Deny"],
+               "paramRef": {"name": "default"}, "matchResources": only_ns("crparams")}),
+    );
+    let (_, b) = s.json(
+        "GET",
+        &format!("{AR}/validatingadmissionpolicybindings/cr-limit"),
+        JSON,
+        JSON,
+        &Value::Null,
+    );
+    assert_eq!(b["spec"]["paramRef"]["parameterNotFoundAction"], "Deny");
+    let path = "/apis/apps/v1/namespaces/crparams/deployments";
+    created(&s, path, deployment("two", 2));
+    let (code, e) = post(&s, path, deployment("three", 3));
+    assert_eq!(code, 422, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: at most 2"),
+        "{e}"
+    );
+    // the param changes take effect at once
+    let (code, v) = s.json(
+        "PUT",
+        "/apis/example.com/v1/replicalimits/default",
+        JSON,
+        JSON,
+        &json!({"apiVersion": "example.com/v1", "kind": "ReplicaLimit",
+                "metadata": {"name": "default"}, "maxReplicas": 5}),
+    );
+    assert_eq!(code, 200, "{v}");
+    created(&s, path, deployment("three", 3));
+}
