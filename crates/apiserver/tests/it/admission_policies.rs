@@ -424,6 +424,34 @@ fn mutating_policies_apply_configuration_and_json_patch() {
         deployment("web", 10),
     );
     assert_eq!(d["spec"]["replicas"], 10);
+
+    // an apply configuration may not set atomic structs: with failurePolicy Fail the
+    // request is denied with the policy's error
+    namespace(&s, "mapfail", json!({}));
+    created(
+        &s,
+        &format!("{AR}/mutatingadmissionpolicies"),
+        json!({"metadata": {"name": "bad-selector"}, "spec": {
+            "matchConstraints": deployments_rule(),
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{spec: Object.spec{selector: Object.spec.selector{matchLabels: {'x': 'y'}}}}"}}],
+        }}),
+    );
+    created(
+        &s,
+        &format!("{AR}/mutatingadmissionpolicybindings"),
+        json!({"metadata": {"name": "bad-selector"}, "spec": {"policyName": "bad-selector", "matchResources": only_ns("mapfail")}}),
+    );
+    let (code, e) = post(
+        &s,
+        "/apis/apps/v1/namespaces/mapfail/deployments",
+        deployment("web", 1),
+    );
+    assert_eq!(code, 403, "{e}");
+    let msg = "policy 'bad-selector' with binding 'bad-selector' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector";
+    assert_eq!(e["reason"], "Invalid");
+    assert_eq!(e["message"], msg);
+    assert_eq!(e["details"]["causes"], json!([{"message": msg}]));
 }
 
 #[test]

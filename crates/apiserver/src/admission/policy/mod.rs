@@ -93,6 +93,23 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// Evaluate an apply configuration: first upstream's check that nested object
+    /// constructions are named after their field paths (`type mismatch: ...`).
+    pub(crate) fn eval_apply_configuration(&self, act: &mut Activation) -> Result<Value, String> {
+        if self.error.is_none() {
+            let errs = cel::with_program(&self.src, self.vars, self.want, |p| {
+                Ok(p.object_type_errors())
+            })
+            .unwrap_or_default();
+            if !errs.is_empty() {
+                return Err(format!("type mismatch: {}", errs.join("\n")));
+            }
+        }
+        self.eval(act)
+    }
+}
+
 const BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 

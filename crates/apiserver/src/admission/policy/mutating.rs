@@ -277,7 +277,7 @@ fn mutate_one(
         }
         match m {
             Mutation::Apply(e) => {
-                let config = e.eval(&mut act)?;
+                let config = e.eval_apply_configuration(&mut act)?;
                 *obj = apply_configuration(attrs.resource, obj, config)?;
             }
             Mutation::JsonPatch(e) => {
@@ -318,8 +318,73 @@ pub(crate) fn apply_configuration(
     if def.custom.is_none() {
         schema = schema.fixed();
     }
-    crate::machinery::ssa::merge::merge(&schema, obj, &Value::Object(config))
-        .map_err(|e| format!("error applying patch: {e}"))
+    let config = Value::Object(config);
+    let mut atomics = Vec::new();
+    find_atomics(
+        &schema,
+        schema.root(),
+        &config,
+        &mut String::new(),
+        &mut atomics,
+        0,
+    );
+    if !atomics.is_empty() {
+        return Err(format!(
+            "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    crate::machinery::ssa::merge::merge(&schema, obj, &config)
+        .map_err(|e| format!("error applying patch: failed to merge patch: {e}"))
+}
+
+/// The paths of atomic lists, maps and structs an apply configuration sets (upstream
+/// `findAtomics`: such values would replace what the object holds entirely).
+fn find_atomics<'a>(
+    schema: &crate::machinery::ssa::Schema<'a>,
+    tr: crate::machinery::ssa::schema::TypeRef<'a>,
+    v: &Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    let atom = schema.resolve(tr);
+    match v {
+        Value::Object(m) => {
+            if let Some(map) = atom.map {
+                if map.atomic {
+                    out.push(path.clone());
+                }
+                for (k, x) in m {
+                    if map.field(k).is_none() {
+                        continue;
+                    }
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    find_atomics(schema, map.child_type(k), x, path, out, depth + 1);
+                    path.truncate(len);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(list) = atom.list {
+                if list.atomic {
+                    out.push(path.clone());
+                }
+                for (i, x) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    find_atomics(schema, list.elem, x, path, out, depth + 1);
+                    path.truncate(len);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Apply a list of `JSONPatch` objects (upstream `patch/json_patch.go`).
@@ -370,6 +435,25 @@ mod tests {
         assert_eq!(
             out["spec"]["template"]["spec"]["containers"],
             json!([{"name": "app", "image": "x"}, {"name": "side", "image": "z"}])
+        );
+    }
+
+    #[test]
+    fn apply_configurations_may_not_set_atomics() {
+        let def = Catalog::builtin()
+            .lookup("apps", "v1", "deployments")
+            .unwrap();
+        let live = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}}});
+        let err = apply_configuration(
+            def,
+            &live,
+            json!({"spec": {"selector": {"matchLabels": {"c": "d"}}}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector"
         );
     }
 

@@ -152,6 +152,45 @@ fn ty_name(t: &Ty) -> String {
     format!("{t:?}").to_lowercase()
 }
 
+impl Program {
+    /// Upstream's check of object constructions (`CheckTypeNamesMatchFieldPathNames`):
+    /// an object built for a field must be named after the field's path from the root
+    /// (`Object.spec{selector: Object.spec.selector{...}}`); one message per mismatch.
+    pub fn object_type_errors(&self) -> Vec<String> {
+        let mut errs = Vec::new();
+        type_names(&self.expr, None, &mut errs);
+        errs
+    }
+}
+
+fn type_names(e: &Expr, expected: Option<&str>, errs: &mut Vec<String>) {
+    use super::parse::Kind;
+    match &e.kind {
+        Kind::Struct(name, fields) => {
+            if let Some(exp) = expected {
+                if name != exp {
+                    errs.push(format!(
+                        "unexpected type name {name:?}, expected {exp:?}, which matches field name path from root Object type"
+                    ));
+                }
+            }
+            let base = expected.unwrap_or(name);
+            for (f, v, _) in fields {
+                type_names(v, Some(&format!("{base}.{f}")), errs);
+            }
+        }
+        Kind::List(items) => items.iter().for_each(|x| type_names(x, expected, errs)),
+        Kind::Map(entries) => entries
+            .iter()
+            .for_each(|(_, v)| type_names(v, expected, errs)),
+        Kind::Cond(_, a, b) => {
+            type_names(a, expected, errs);
+            type_names(b, expected, errs);
+        }
+        _ => {}
+    }
+}
+
 /// The variables of one evaluation. Not `Send`: build it, evaluate, drop it, all
 /// without awaiting in between.
 pub struct Activation {
@@ -356,6 +395,27 @@ mod tests {
             run("Object{?spec: optional.none(), kind: 'X'}", d),
             Ok(json!({"kind": "X"}))
         );
+    }
+
+    #[test]
+    fn object_type_names_follow_field_paths() {
+        let p = compile(
+            "Object{spec: Object.spec{selector: Object.spec.wrong{}, template: Object.spec.template{}}}",
+            &[],
+            Want::Any,
+        )
+        .unwrap();
+        assert_eq!(
+            p.object_type_errors(),
+            vec!["unexpected type name \"Object.spec.wrong\", expected \"Object.spec.selector\", which matches field name path from root Object type".to_string()]
+        );
+        let ok = compile(
+            "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: 'a'}]}}}}",
+            &[],
+            Want::Any,
+        )
+        .unwrap();
+        assert!(ok.object_type_errors().is_empty());
     }
 
     #[test]
