@@ -161,30 +161,61 @@ fn validate_rule(e: &mut Errs, r: &Value, path: &str) {
     if resources.is_empty() {
         e.0.push(field::required(&child(path, "resources"), ""));
     }
+    // upstream validateResources (subresources allowed)
+    let rp = child(path, "resources");
+    let mut wildcard_subs = std::collections::BTreeSet::new(); // x/*
+    let mut wildcard_res = std::collections::BTreeSet::new(); // */x
+    let (mut double, mut single, mut plain) = (false, false, false);
     for (i, res) in resources.iter().enumerate() {
-        let p = index(&child(path, "resources"), i);
+        let p = index(&rp, i);
         if res.is_empty() {
             e.0.push(field::required(&p, ""));
             continue;
         }
-        let (main, sub) = match res.split_once('/') {
-            Some((m, s)) => (m, Some(s)),
-            None => (res.as_str(), None),
+        if res == "*/*" {
+            double = true;
+        }
+        if res == "*" {
+            single = true;
+        }
+        let Some((main, sub)) = res.split_once('/') else {
+            plain = res != "*";
+            continue;
         };
-        if main.is_empty() || sub.is_some_and(str::is_empty) {
+        if wildcard_subs.contains(main) {
             e.0.push(field::invalid(
                 &p,
                 s(res),
-                "must not have an empty resource or subresource",
+                &format!("if '{main}/*' is present, must not specify {res}"),
             ));
         }
-        if main == "*" && sub.is_none() && resources.len() > 1 {
+        if wildcard_res.contains(sub) {
             e.0.push(field::invalid(
                 &p,
                 s(res),
-                "if '*' is present, must not specify other resources without subresources",
+                &format!("if '*/{sub}' is present, must not specify {res}"),
             ));
         }
+        if sub == "*" {
+            wildcard_subs.insert(main.to_string());
+        }
+        if main == "*" {
+            wildcard_res.insert(sub.to_string());
+        }
+    }
+    if resources.len() > 1 && double {
+        e.0.push(field::invalid(
+            &rp,
+            Bad::Json(json!(resources)),
+            "if '*/*' is present, must not specify other resources",
+        ));
+    }
+    if single && plain {
+        e.0.push(field::invalid(
+            &rp,
+            Bad::Json(json!(resources)),
+            "if '*' is present, must not specify other resources without subresources",
+        ));
     }
     if let Some(scope) = r.get("scope").and_then(Value::as_str) {
         if !["*", "Cluster", "Namespaced"].contains(&scope) {
@@ -808,14 +839,14 @@ mod tests {
             "{got:?}"
         );
         let rules = defaulted(vap(json!({"matchConstraints": {"resourceRules": [
-            {"operations": ["CREATE", "*"], "apiGroups": [], "apiVersions": ["v1"], "resources": ["a/"], "scope": "x"}]},
+            {"operations": ["CREATE", "*"], "apiGroups": [], "apiVersions": ["v1"], "resources": ["a/*", "a/b", "*"], "scope": "x"}]},
             "validations": [{"expression": "true"}]})));
         assert_eq!(
             causes(|e| validate_validating_policy(e, &rules)),
             vec![
                 ("spec.matchConstraints.resourceRules[0].operations".into(), "Invalid value: [\"CREATE\",\"*\"]: if '*' is present, must not specify other operations".into()),
                 ("spec.matchConstraints.resourceRules[0].apiGroups".into(), "Required value".into()),
-                ("spec.matchConstraints.resourceRules[0].resources[0]".into(), "Invalid value: \"a/\": must not have an empty resource or subresource".into()),
+                ("spec.matchConstraints.resourceRules[0].resources[1]".into(), "Invalid value: \"a/b\": if 'a/*' is present, must not specify a/b".into()),
                 ("spec.matchConstraints.resourceRules[0].scope".into(), "Unsupported value: \"x\": supported values: \"*\", \"Cluster\", \"Namespaced\"".into()),
             ]
         );
