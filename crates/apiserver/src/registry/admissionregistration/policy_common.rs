@@ -562,9 +562,9 @@ pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
     }
     for (i, m) in mutations.iter().enumerate() {
         let p = index("spec.mutations", i);
-        let (key, other) = match st(m, "patchType") {
-            Some("ApplyConfiguration") => ("applyConfiguration", "jsonPatch"),
-            Some("JSONPatch") => ("jsonPatch", "applyConfiguration"),
+        let (key, other, pt) = match st(m, "patchType") {
+            Some("ApplyConfiguration") => ("applyConfiguration", "jsonPatch", "ApplyConfiguration"),
+            Some("JSONPatch") => ("jsonPatch", "applyConfiguration", "JSONPatch"),
             None | Some("") => {
                 e.0.push(field::required(&child(&p, "patchType"), ""));
                 continue;
@@ -578,35 +578,27 @@ pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
                 continue;
             }
         };
-        if m.get(other).is_some_and(|x| !x.is_null()) {
-            e.0.push(field::forbidden(
-                &child(&p, other),
-                &format!(
-                    "must not be specified when patchType is {}",
-                    st(m, "patchType").unwrap_or("")
-                ),
-            ));
-        }
-        let expr = m
-            .get(key)
-            .and_then(|x| x.get("expression"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let ep = child(&child(&p, key), "expression");
-        if expr.trim().is_empty() {
-            if m.get(key).is_none_or(Value::is_null) {
-                e.0.push(field::required(
-                    &child(&p, key),
-                    &format!(
-                        "{key} is required when patchType is {}",
-                        st(m, "patchType").unwrap_or("")
-                    ),
-                ));
-            } else {
-                e.0.push(field::required(&ep, ""));
+        match m.get(key).filter(|x| !x.is_null()) {
+            None => e.0.push(field::required(
+                &child(&p, key),
+                &format!("must be specified when patchType is {pt}"),
+            )),
+            Some(body) => {
+                let expr = st(body, "expression").unwrap_or("").trim();
+                let ep = child(&child(&p, key), "expression");
+                if expr.is_empty() {
+                    e.0.push(field::required(&ep, ""));
+                } else {
+                    compile_err(e, &ep, expr, Want::Any, has_params);
+                }
             }
-        } else {
-            compile_err(e, &ep, expr, Want::Any, has_params);
+        }
+        if m.get(other).is_some_and(|x| !x.is_null()) {
+            e.0.push(field::invalid(
+                &child(&p, other),
+                s(&format!("{{{other}}}")),
+                &format!("must not be specified when patchType is {pt}"),
+            ));
         }
     }
 }
@@ -848,6 +840,39 @@ mod tests {
                 ("spec.matchConstraints.resourceRules[0].apiGroups".into(), "Required value".into()),
                 ("spec.matchConstraints.resourceRules[0].resources[1]".into(), "Invalid value: \"a/b\": if 'a/*' is present, must not specify a/b".into()),
                 ("spec.matchConstraints.resourceRules[0].scope".into(), "Unsupported value: \"x\": supported values: \"*\", \"Cluster\", \"Namespaced\"".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn mutating_policy_cases() {
+        let m = |spec: Value| {
+            let mut v = json!({"metadata": {"name": "m"}, "spec": spec});
+            if let Some(o) = v.as_object_mut() {
+                default_policy(o, true);
+            }
+            causes(|e| validate_mutating_policy(e, &v))
+        };
+        let rules = json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]});
+        assert!(m(json!({"matchConstraints": rules, "mutations": [
+            {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'test', path: '/a', value: 1}]"}}]})).is_empty());
+        assert_eq!(
+            m(json!({"matchConstraints": rules})),
+            vec![(
+                "spec.mutations".into(),
+                "Required value: mutations must contain at least one item".into()
+            )]
+        );
+        assert_eq!(
+            m(json!({"matchConstraints": rules, "mutations": [
+                {"patchType": "JSONPatch", "applyConfiguration": {"expression": "Object{}"}},
+                {"patchType": "Other"},
+                {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": " "}}]})),
+            vec![
+                ("spec.mutations[0].jsonPatch".into(), "Required value: must be specified when patchType is JSONPatch".into()),
+                ("spec.mutations[0].applyConfiguration".into(), "Invalid value: \"{applyConfiguration}\": must not be specified when patchType is JSONPatch".into()),
+                ("spec.mutations[1].patchType".into(), "Unsupported value: \"Other\": supported values: \"ApplyConfiguration\", \"JSONPatch\"".into()),
+                ("spec.mutations[2].applyConfiguration.expression".into(), "Required value".into()),
             ]
         );
     }
