@@ -599,3 +599,55 @@ fn params_from_a_custom_resource() {
     assert_eq!(code, 200, "{v}");
     created(&s, path, deployment("three", 3));
 }
+
+#[test]
+fn request_and_authorizer_variables() {
+    let s = common::start();
+    namespace(&s, "reqs", json!({"team": "blue"}));
+    policy(
+        &s,
+        "request-shape",
+        json!({
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+            "variables": [{"name": "team", "expression": "namespaceObject.metadata.labels.team"}],
+            "validations": [
+                {"expression": "request.operation == 'CREATE' && request.namespace == 'reqs' && request.kind.kind == 'ConfigMap' && request.resource.resource == 'configmaps' && request.name == object.metadata.name && request.dryRun == false && request.uid != ''"},
+                {"expression": "authorizer.group('').resource('secrets').namespace('reqs').check('get').allowed()"},
+                {"expression": "object.data.team == variables.team",
+                 "messageExpression": "'team must be ' + variables.team"},
+            ],
+        }),
+    );
+    binding(
+        &s,
+        "request-shape",
+        json!({"policyName": "request-shape", "validationActions": ["Deny"], "matchResources": only_ns("reqs")}),
+    );
+    let path = "/api/v1/namespaces/reqs/configmaps";
+    created(
+        &s,
+        path,
+        json!({"metadata": {"name": "ok", "labels": {}}, "data": {"team": "blue"}}),
+    );
+    let (code, e) = post(
+        &s,
+        path,
+        json!({"metadata": {"name": "bad", "labels": {}}, "data": {"team": "red"}}),
+    );
+    assert_eq!(code, 422, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: team must be blue"),
+        "{e}"
+    );
+    // the match condition exempts
+    created(
+        &s,
+        path,
+        json!({"metadata": {"name": "exempt", "labels": {"exempt": "yes"}}, "data": {"team": "red"}}),
+    );
+}

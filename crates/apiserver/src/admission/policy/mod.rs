@@ -376,7 +376,7 @@ impl<'a> Ctx<'a> {
             None => json!({"username": "", "uid": "", "groups": [], "extra": {}}),
         };
         json!({
-            "uid": "",
+            "uid": uuid::Uuid::new_v4().to_string(),
             "kind": kind,
             "resource": resource,
             "subResource": a.subresource.unwrap_or(""),
