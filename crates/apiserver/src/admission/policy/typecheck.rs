@@ -240,13 +240,19 @@ mod tests {
     #[test]
     fn warnings_name_the_kind_and_the_field() {
         let c = Catalog::builtin();
-        assert!(expression_warnings(
-            &policy(
-                json!([{"expression": "object.spec.replicas > 1 && object.metadata.name != ''"}])
-            ),
-            c
-        )
-        .is_empty());
+        let fine = [
+            "object.spec.replicas > 1 && object.metadata.name != ''",
+            "object.spec.template.spec.containers.all(c, c.image.startsWith('nginx'))",
+            "has(object.metadata.annotations) && object.metadata.annotations['x'] == 'y'",
+            "object.spec.strategy.type == 'RollingUpdate' && request.operation == 'CREATE'",
+            "object.spec.template.spec.containers.all(c, !has(c.resources.limits) || !('memory' in c.resources.limits) || quantity(c.resources.limits['memory']).isLessThan(quantity('1Gi')))",
+            "oldObject == null || object.spec.selector == oldObject.spec.selector",
+            "object.spec.template.spec.containers.exists(c, c.ports.exists(p, p.containerPort == 80))",
+        ];
+        for e in fine {
+            let w = expression_warnings(&policy(json!([{ "expression": e }])), c);
+            assert!(w.is_empty(), "{e}: {w:?}");
+        }
         let w = expression_warnings(
             &policy(json!([{"expression": "object.spec.replicas > 1"},
                            {"expression": "object.spec.replicaz > 1", "messageExpression": "object.spec.replicas"}])),
