@@ -98,7 +98,17 @@ fn path_segment_errs(name: &str) -> Vec<String> {
 }
 
 /// `validateRuleWithOperations` with the names of `NamedRuleWithOperations`.
-fn validate_rule(e: &mut Errs, r: &Value, path: &str) {
+/// The operations a rule may name; `mutating`: a MutatingAdmissionPolicy's, which cannot
+/// match DELETE.
+fn operations(mutating: bool) -> &'static [&'static str] {
+    if mutating {
+        &["*", "CONNECT", "CREATE", "UPDATE"]
+    } else {
+        &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
+    }
+}
+
+fn validate_rule(e: &mut Errs, r: &Value, path: &str, mutating: bool) {
     let names = strings(r, "resourceNames");
     let mut seen = std::collections::BTreeSet::new();
     for (i, n) in names.iter().enumerate() {
@@ -122,11 +132,11 @@ fn validate_rule(e: &mut Errs, r: &Value, path: &str) {
         ));
     }
     for (i, o) in ops.iter().enumerate() {
-        if !["*", "CONNECT", "CREATE", "DELETE", "UPDATE"].contains(&o.as_str()) {
+        if !operations(mutating).contains(&o.as_str()) {
             e.0.push(field::not_supported(
                 &index(&child(path, "operations"), i),
                 s(o),
-                &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
+                operations(mutating),
             ));
         }
     }
@@ -229,7 +239,7 @@ fn validate_rule(e: &mut Errs, r: &Value, path: &str) {
 }
 
 /// `validateMatchResources`.
-fn validate_match_resources(e: &mut Errs, m: &Value, path: &str) {
+fn validate_match_resources(e: &mut Errs, m: &Value, path: &str, mutating: bool) {
     match m.get("matchPolicy").and_then(Value::as_str) {
         None => e.0.push(field::required(&child(path, "matchPolicy"), "")),
         Some(p) if p != "Exact" && p != "Equivalent" => e.0.push(field::not_supported(
@@ -249,7 +259,7 @@ fn validate_match_resources(e: &mut Errs, m: &Value, path: &str) {
     }
     for k in ["resourceRules", "excludeResourceRules"] {
         for (i, r) in items(m, k).iter().enumerate() {
-            validate_rule(e, r, &index(&child(path, k), i));
+            validate_rule(e, r, &index(&child(path, k), i), mutating);
         }
     }
 }
@@ -346,7 +356,7 @@ fn is_cel_identifier(name: &str) -> bool {
 
 /// What both policy kinds check in their spec: failurePolicy, paramKind,
 /// matchConstraints (with at least one resource rule), matchConditions, variables.
-fn validate_policy_common(e: &mut Errs, spec: &Value, path: &str) -> bool {
+fn validate_policy_common(e: &mut Errs, spec: &Value, path: &str, mutating: bool) -> bool {
     match spec.get("failurePolicy").and_then(Value::as_str) {
         None => e.0.push(field::required(&child(path, "failurePolicy"), "")),
         Some(f) if f != "Fail" && f != "Ignore" => e.0.push(field::not_supported(
@@ -365,7 +375,7 @@ fn validate_policy_common(e: &mut Errs, spec: &Value, path: &str) -> bool {
             e.0.push(field::required(&child(path, "matchConstraints"), ""))
         }
         Some(m) => {
-            validate_match_resources(e, m, &child(path, "matchConstraints"));
+            validate_match_resources(e, m, &child(path, "matchConstraints"), mutating);
             if items(m, "resourceRules").is_empty() {
                 e.0.push(field::required(
                     &child(&child(path, "matchConstraints"), "resourceRules"),
@@ -430,7 +440,7 @@ pub(crate) fn validate_validating_policy(e: &mut Errs, obj: &Value) {
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
     let path = "spec";
-    let has_params = validate_policy_common(e, spec, path);
+    let has_params = validate_policy_common(e, spec, path, false);
     let validations = items(spec, "validations");
     let audits = items(spec, "auditAnnotations");
     if validations.is_empty() && audits.is_empty() {
@@ -543,7 +553,7 @@ pub(crate) fn validate_validating_policy(e: &mut Errs, obj: &Value) {
 pub(crate) fn validate_mutating_policy(e: &mut Errs, obj: &Value) {
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
-    let has_params = validate_policy_common(e, spec, "spec");
+    let has_params = validate_policy_common(e, spec, "spec", true);
     match spec.get("reinvocationPolicy").and_then(Value::as_str) {
         None => e.0.push(field::required("spec.reinvocationPolicy", "")),
         Some(r) if r != "Never" && r != "IfNeeded" => e.0.push(field::not_supported(
@@ -662,7 +672,7 @@ pub(crate) fn validate_binding(e: &mut Errs, obj: &Value, validating: bool) {
         validate_param_ref(e, r, "spec.paramRef");
     }
     if let Some(m) = spec.get("matchResources").filter(|m| m.is_object()) {
-        validate_match_resources(e, m, "spec.matchResources");
+        validate_match_resources(e, m, "spec.matchResources", !validating);
     }
     if !validating {
         return;
@@ -856,6 +866,13 @@ mod tests {
         let rules = json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]});
         assert!(m(json!({"matchConstraints": rules, "mutations": [
             {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'test', path: '/a', value: 1}]"}}]})).is_empty());
+        let deletes = json!({"resourceRules": [{"operations": ["DELETE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]});
+        assert_eq!(
+            m(json!({"matchConstraints": deletes, "mutations": [
+                {"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}]})),
+            vec![("spec.matchConstraints.resourceRules[0].operations[0]".into(),
+                  "Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"".into())]
+        );
         assert_eq!(
             m(json!({"matchConstraints": rules})),
             vec![(
