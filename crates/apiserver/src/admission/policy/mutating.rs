@@ -457,6 +457,107 @@ mod tests {
         );
     }
 
+    async fn put(store: &crate::storage::store::Store, plural: &str, key: &str, obj: Value) {
+        store
+            .write(
+                &super::super::storage_key(plural),
+                key,
+                &[],
+                false,
+                |_, _| Ok(crate::storage::store::WriteAction::Put(obj)),
+            )
+            .await
+            .expect("write");
+    }
+
+    /// A later mutating plugin that adds the label `b`.
+    struct AddsB;
+
+    impl Plugin for AddsB {
+        fn name(&self) -> &'static str {
+            "AddsB"
+        }
+        fn handles(&self, _attrs: &Attributes) -> bool {
+            true
+        }
+        fn admit<'a>(
+            &'a self,
+            _attrs: &'a Attributes,
+            obj: &'a mut Value,
+            _out: &'a mut Outcome,
+        ) -> BoxFuture<'a, ApiResult<()>> {
+            obj["metadata"]["labels"]["b"] = json!("1");
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    // upstream's reinvocation: a policy with reinvocationPolicy IfNeeded runs again when
+    // a later plugin changed the object; one with Never does not
+    #[tokio::test]
+    async fn reinvocation_if_needed() {
+        for (policy, want_a) in [("IfNeeded", true), ("Never", false)] {
+            let store = crate::storage::store::Store::new(
+                0,
+                std::collections::HashMap::new(),
+                crate::storage::persist::Committer::start(None),
+                100,
+            );
+            store.attach_committer();
+            let server = Arc::new(Server {
+                store: Arc::clone(&store),
+                catalog: Box::new(|| None),
+                authorizer: None,
+            });
+            let plugin = MutatingPolicies::new(Arc::clone(&server));
+            let first = plugin.state();
+            assert!(Arc::ptr_eq(&first, &plugin.state()), "compiled once");
+            put(&store, "mutatingadmissionpolicies", "copy-b", json!({
+                "metadata": {"name": "copy-b", "generation": 1},
+                "spec": {"failurePolicy": "Fail", "reinvocationPolicy": policy,
+                    "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"],
+                        "apiVersions": ["v1"], "resources": ["deployments"], "scope": "*"}],
+                        "namespaceSelector": {}, "objectSelector": {}, "matchPolicy": "Equivalent"},
+                    "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+                        "'b' in object.metadata.labels ? [JSONPatch{op: 'add', path: '/metadata/labels/a', value: 'from-b'}] : []"}}]}}))
+            .await;
+            put(
+                &store,
+                "mutatingadmissionpolicybindings",
+                "copy-b",
+                json!({
+                "metadata": {"name": "copy-b"}, "spec": {"policyName": "copy-b"}}),
+            )
+            .await;
+            assert!(
+                !Arc::ptr_eq(&first, &plugin.state()),
+                "recompiled after a change"
+            );
+            let chain = crate::admission::Chain::new();
+            chain.register(plugin);
+            chain.register(Arc::new(AddsB));
+            let def = Catalog::builtin()
+                .lookup("apps", "v1", "deployments")
+                .unwrap();
+            let mut attrs = Attributes::new(
+                crate::admission::Operation::Create,
+                def,
+                None,
+                None,
+                "d".into(),
+            );
+            attrs.user = None;
+            let mut obj = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "d", "labels": {"app": "d"}}, "spec": {}});
+            chain.admit(&attrs, &mut obj).await.expect("admit");
+            assert_eq!(obj["metadata"]["labels"]["b"], "1");
+            assert_eq!(
+                obj["metadata"]["labels"].get("a").is_some(),
+                want_a,
+                "{policy}: {obj}"
+            );
+        }
+    }
+
     #[test]
     fn json_patches() {
         let obj = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}});
