@@ -458,6 +458,40 @@ mod tests {
     }
 
     #[test]
+    fn urls() {
+        let d = json!({});
+        let u = "url('https://user@example.com:8443/a/b?x=1&x=2&y=z%20w')";
+        assert_eq!(
+            run(&format!("{u}.getScheme()"), d.clone()),
+            Ok(json!("https"))
+        );
+        assert_eq!(
+            run(&format!("{u}.getHost()"), d.clone()),
+            Ok(json!("example.com:8443"))
+        );
+        assert_eq!(
+            run(&format!("{u}.getHostname()"), d.clone()),
+            Ok(json!("example.com"))
+        );
+        assert_eq!(run(&format!("{u}.getPort()"), d.clone()), Ok(json!("8443")));
+        assert_eq!(
+            run(&format!("{u}.getEscapedPath()"), d.clone()),
+            Ok(json!("/a/b"))
+        );
+        assert_eq!(
+            run(&format!("{u}.getQuery()"), d.clone()),
+            Ok(json!({"x": ["1", "2"], "y": ["z w"]}))
+        );
+        assert_eq!(
+            run("url('https://[::1]:80/').getHostname()", d.clone()),
+            Ok(json!("::1"))
+        );
+        assert_eq!(run("isURL('/just/a/path')", d.clone()), Ok(json!(true)));
+        assert_eq!(run("isURL('not a url')", d.clone()), Ok(json!(false)));
+        assert_eq!(run("isURL('relative/path')", d), Ok(json!(false)));
+    }
+
+    #[test]
     fn authorizer_checks() {
         let p = compile(
             "authorizer.group('apps').resource('deployments').namespace('ns').check('delete').allowed() && authorizer.requestResource.check('create').reason() == 'ok apps/deployments'",

@@ -22,6 +22,8 @@ pub const GLOBALS: &[&str] = &[
     "jsonpatch.escapeKey",
     "quantity",
     "isQuantity",
+    "url",
+    "isURL",
     "size",
     "int",
     "uint",
@@ -50,6 +52,12 @@ pub const GLOBALS: &[&str] = &[
 
 /// Names of receiver-style functions known to the checker.
 pub const MEMBERS: &[&str] = &[
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
     "isInteger",
     "asInteger",
     "asApproximateFloat",
@@ -283,6 +291,22 @@ fn global(name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
     }
     let x = a.pop().unwrap_or(Val::Null);
     match name {
+        "url" | "isURL" => {
+            let Val::Str(u) = &x else {
+                return Err(no());
+            };
+            let parsed = parse_url(u);
+            if name == "isURL" {
+                return Ok(Val::Bool(parsed.is_some()));
+            }
+            match parsed {
+                Some(_) => Ok(Val::Map(
+                    Rc::new(vec![(Val::Str(Rc::from(URL)), Val::Str(u.clone()))]),
+                    true,
+                )),
+                None => Err(format!("URL parse error during conversion from string: parse {u:?}: invalid URI for request")),
+            }
+        }
         "quantity" | "isQuantity" => {
             let Val::Str(q) = &x else {
                 return Err(no());
@@ -567,6 +591,94 @@ fn authz_member(
 }
 
 const QUANTITY: &str = "\u{0}quantity";
+const URL: &str = "\u{0}url";
+
+/// Go's `url.ParseRequestURI` as the `url` library uses it: an absolute URL or an
+/// absolute path.
+fn parse_url(u: &str) -> Option<http::Uri> {
+    if u.is_empty() || u.contains(char::is_whitespace) {
+        return None;
+    }
+    let uri: http::Uri = u.parse().ok()?;
+    if uri.scheme().is_none() && !u.starts_with('/') {
+        return None;
+    }
+    Some(uri)
+}
+
+fn url_of(v: &Val) -> Option<http::Uri> {
+    let Val::Map(m, true) = v else { return None };
+    match m.first() {
+        Some((Val::Str(k), Val::Str(u))) if &**k == URL => parse_url(u),
+        _ => None,
+    }
+}
+
+fn url_member(u: http::Uri, name: &str, a: &[Val]) -> R {
+    if !a.is_empty() {
+        return Err(no());
+    }
+    let st = |x: &str| Val::Str(Rc::from(x));
+    let authority = u
+        .authority()
+        .map(|a| a.as_str().rsplit('@').next().unwrap_or("").to_string());
+    match name {
+        "getScheme" => Ok(st(u.scheme_str().unwrap_or(""))),
+        "getHost" => Ok(st(authority.as_deref().unwrap_or(""))),
+        "getHostname" => {
+            let h = u.host().unwrap_or("");
+            Ok(st(h.trim_start_matches('[').trim_end_matches(']')))
+        }
+        "getPort" => Ok(st(&u
+            .port()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default())),
+        "getEscapedPath" => Ok(st(
+            if u.authority().is_some() && u.path() == "/" && !u.to_string().ends_with('/') {
+                ""
+            } else {
+                u.path()
+            },
+        )),
+        "getQuery" => {
+            let mut out: Vec<(Val, Val)> = Vec::new();
+            for pair in u.query().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let (k, v) = (st(&percent_decode(k)), st(&percent_decode(v)));
+                match out.iter_mut().find(|(kk, _)| eval::equals(kk, &k)) {
+                    Some((_, Val::List(l, _))) => Rc::make_mut(l).push(v),
+                    _ => out.push((k, list(vec![v]))),
+                }
+            }
+            Ok(Val::Map(Rc::new(out), false))
+        }
+        _ => Err(no()),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (hex(b[i + 1]), hex(b[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
 
 /// A Kubernetes quantity as a CEL value (the `quantity` library of
 /// `k8s.io/apiserver/pkg/cel/library/quantity.go`), held as its canonical string.
@@ -628,6 +740,9 @@ fn quantity_member(q: apimachinery::quantity::Quantity, name: &str, a: &[Val]) -
 fn member(t: Val, name: &str, mut a: Vec<Val>, env: &mut Env) -> R {
     if let Some(q) = quantity_of(&t) {
         return quantity_member(q, name, &a);
+    }
+    if let Some(u) = url_of(&t) {
+        return url_member(u, name, &a);
     }
     if let Some((stage, c)) = eval::authz_of(&t) {
         return authz_member(&stage, c, &t, name, &a, env);

@@ -10,7 +10,8 @@
 //! (per-call limit 1,000,000 and budget 10,000,000 units are kept); the checker
 //! reports only the first issue, and syntax-error texts only approximate ANTLR's;
 //! parentheses/brackets/calls nest at most ~50 levels (to bound stack use);
-//! no quantity/url/ip/cidr/semver/format-`%e` libraries, ratcheting only looks
+//! no cidr/semver/format-`%e` libraries (quantity, url and the authorizer library
+//! are there for admission policies, `admission`), ratcheting only looks
 //! at the node's own correlated old value (not the nearest correlatable parent),
 //! and no "oldSelf on uncorrelatable schema" check.
 
