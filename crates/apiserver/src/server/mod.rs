@@ -4,8 +4,8 @@ pub mod aggregator;
 mod apf;
 mod crd_controller;
 mod policy;
-pub mod servicemap;
 mod policy_status;
+pub mod servicemap;
 mod tls;
 mod webhook_resolver;
 
@@ -453,17 +453,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             Arc::new(move || weak.upgrade().map(|a| a.catalog())),
         )
     };
-    // (H2) MutatingAdmissionPolicy registers here
-    api.admission.register(webhooks.mutating_plugin());
-    // (H2) ValidatingAdmissionPolicy registers here
-    api.admission.register(webhooks.validating_plugin());
     let crd_controller = Arc::new(crd_controller::CrdController::default());
     api.add_write_hook(
         crate::registry::custom::CRD_RESOURCE,
         Arc::new(Arc::clone(&crd_controller)),
     );
-    // the dynamic admission plugins, in upstream's order: MutatingAdmissionPolicy,
-    // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook
     let policy_server = {
         let weak = Arc::downgrade(&api);
         Arc::new(crate::admission::policy::Server {
@@ -476,10 +470,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .register(crate::admission::policy::MutatingPolicies::new(
             policy_server.clone(),
         ));
+    api.admission.register(webhooks.mutating_plugin());
     api.admission
         .register(crate::admission::policy::ValidatingPolicies::new(
             policy_server,
         ));
+    api.admission.register(webhooks.validating_plugin());
     if let Some(vap) = crate::registry::catalog::Catalog::builtin().lookup(
         "admissionregistration.k8s.io",
         "v1",

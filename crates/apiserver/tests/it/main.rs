@@ -2,8 +2,8 @@
 //! binary links the whole dependency tree, so one binary instead of several keeps
 //! the build small and fast.
 
-mod aggregation;
 mod admission_policies;
+mod aggregation;
 mod authn;
 mod common;
 mod crds;

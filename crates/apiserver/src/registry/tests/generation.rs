@@ -214,39 +214,6 @@ const ROWS: &[Row] = &[
         true,
         CONTENT,
     ),
-    // the admission policies and bindings: bumped when `spec` changes
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingAdmissionPolicy",
-        "spec",
-        true,
-        CONTENT,
-    ),
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingAdmissionPolicyBinding",
-        "spec",
-        true,
-        CONTENT,
-    ),
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingAdmissionPolicy",
-        "spec",
-        true,
-        CONTENT,
-    ),
-    row(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingAdmissionPolicyBinding",
-        "spec",
-        true,
-        CONTENT,
-    ),
     row(
         "apiextensions.k8s.io",
         "v1",
@@ -343,10 +310,31 @@ const ROWS: &[Row] = &[
         CONTENT,
     ),
     // flowSchemaStrategy, priorityLevelConfigurationStrategy: spec changes
-    row("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "spec", true, CONTENT),
-    row("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "spec", true, CONTENT),
+    row(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "FlowSchema",
+        "spec",
+        true,
+        CONTENT,
+    ),
+    row(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        "spec",
+        true,
+        CONTENT,
+    ),
     // apiServiceStrategy: no generation
-    row("apiregistration.k8s.io", "v1", "APIService", "spec", false, NONE),
+    row(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "spec",
+        false,
+        NONE,
+    ),
 ];
 
 fn def(r: &Row) -> &'static ResourceDef {
