@@ -13,7 +13,8 @@ pointer / omitempty / omitzero / inline flags.
 Usage:
     python3 tools/gen_protobuf_schema.py --api <kubernetes/api checkout> \
         --apimachinery <kubernetes/apimachinery checkout> \
-        -o crates/apiserver/src/protobuf_schema.rs
+        --aggregator <kubernetes/kube-aggregator checkout> \
+        -o crates/apiserver/src/machinery/protobuf/schema.rs
 
 A checkout may be a normal work tree or a bare git directory (read at HEAD,
 or at --rev).  The wire type written in the struct tag is not trusted (some
@@ -48,7 +49,22 @@ GROUPS = [
     "certificates/v1",
     "authentication/v1",
     "authorization/v1",
+    "admissionregistration/v1",
+    "resource/v1",
+    "node/v1",
+    "flowcontrol/v1",
 ]
+
+# kube-aggregator packages (relative to the kubernetes/kube-aggregator root), read when
+# --aggregator is given.
+AGGREGATOR_GROUPS = [
+    "pkg/apis/apiregistration/v1",
+]
+
+# meta.k8s.io/v1 kinds the server answers with (Status for errors, the metadata-only
+# renderings, WatchEvent for the protobuf watch stream); looked up by kind under
+# "meta.k8s.io/v1" (Status and WatchEvent also under any other apiVersion).
+META_KINDS = ["Status", "WatchEvent", "PartialObjectMetadata", "PartialObjectMetadataList"]
 
 META = "k8s.io/apimachinery/pkg/apis/meta/v1"
 META_PROTO = META.replace("/", ".")
@@ -253,9 +269,10 @@ def parse_proto(pkg, text):
 
 
 class Generator:
-    def __init__(self, api, machinery):
+    def __init__(self, api, machinery, aggregator=None):
         self.api = api
         self.machinery = machinery
+        self.aggregator = aggregator
         self.pkgs = {}
         self.messages = {}  # proto name -> {"fields": [...], "unwrap": bool}
         self.order = []
@@ -267,6 +284,8 @@ class Generator:
             return self.api, path[len("k8s.io/api/"):]
         if path.startswith("k8s.io/apimachinery/"):
             return self.machinery, path[len("k8s.io/apimachinery/"):]
+        if path.startswith("k8s.io/kube-aggregator/") and self.aggregator is not None:
+            return self.aggregator, path[len("k8s.io/kube-aggregator/"):]
         raise SystemExit(f"unsupported package {path}")
 
     def pkg(self, path):
@@ -290,7 +309,8 @@ class Generator:
 
     @staticmethod
     def proto_name(pkg_path, name):
-        return pkg_path.replace("/", ".") + "." + name
+        # protobuf package names have no hyphens (k8s.io/kube-aggregator -> kube_aggregator)
+        return pkg_path.replace("/", ".").replace("-", "_") + "." + name
 
     def resolve(self, pkg, fname, texpr):
         """Resolve a Go type expression to (qualified package, name) or a basic type."""
@@ -463,8 +483,11 @@ class Generator:
 
     def run(self):
         kinds = []
-        for g in GROUPS:
-            path = "k8s.io/api/" + g
+        paths = ["k8s.io/api/" + g for g in GROUPS]
+        if self.aggregator is not None:
+            paths += ["k8s.io/kube-aggregator/" + g for g in AGGREGATOR_GROUPS]
+        for path in paths:
+            g = path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]
             pkg = self.pkg(path)
             if not pkg.structs:
                 raise SystemExit(f"package {path} not found in the api checkout")
@@ -475,6 +498,8 @@ class Generator:
                     kinds.append((api_version, name, self.message(pkg, name)))
         meta = self.pkg(META)
         delete = self.message(meta, "DeleteOptions")
+        for name in META_KINDS:
+            kinds.append(("meta.k8s.io/v1", name, self.message(meta, name)))
         kinds.sort()
         return kinds, delete
 
@@ -521,13 +546,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--api", required=True, help="kubernetes/api checkout (work tree or bare git dir)")
     ap.add_argument("--apimachinery", required=True, help="kubernetes/apimachinery checkout")
+    ap.add_argument("--aggregator", help="kubernetes/kube-aggregator checkout (adds apiregistration.k8s.io/v1)")
     ap.add_argument("--rev", default="HEAD", help="revision to read from bare git dirs")
     ap.add_argument("-o", "--output", help="output file (default stdout)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list struct tags whose wire type is wrong")
     args = ap.parse_args()
     api = Source(args.api, args.rev)
     machinery = Source(args.apimachinery, args.rev)
-    gen = Generator(api, machinery)
+    aggregator = Source(args.aggregator, args.rev) if args.aggregator else None
+    gen = Generator(api, machinery, aggregator)
     kinds, delete = gen.run()
     for wmsg in gen.warnings:
         print("warning:", wmsg, file=sys.stderr)
@@ -544,6 +571,8 @@ def main():
         return r.stdout.strip()[:12]
 
     desc = f"kubernetes/api@{rev_of(api)}, kubernetes/apimachinery@{rev_of(machinery)}"
+    if aggregator is not None:
+        desc += f", kubernetes/kube-aggregator@{rev_of(aggregator)}"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             emit(gen, kinds, delete, out, desc)

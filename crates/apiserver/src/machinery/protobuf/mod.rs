@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
+pub mod encode;
 pub mod roundtrip;
 mod schema;
 
@@ -253,10 +254,19 @@ fn lookup(api_version: &str, kind: &str) -> Option<u16> {
     if kind == "DeleteOptions" {
         return Some(schema::DELETE_OPTIONS);
     }
-    schema::KINDS
-        .binary_search_by(|(av, k, _)| (*av, *k).cmp(&(api_version, kind)))
-        .ok()
-        .map(|i| schema::KINDS[i].2)
+    let find = |api_version: &str| {
+        schema::KINDS
+            .binary_search_by(|(av, k, _)| (*av, *k).cmp(&(api_version, kind)))
+            .ok()
+            .map(|i| schema::KINDS[i].2)
+    };
+    find(api_version).or_else(|| {
+        // meta.v1's Status and WatchEvent are registered in every group version (a
+        // Status says `apiVersion: v1`)
+        matches!(kind, "Status" | "WatchEvent")
+            .then(|| find("meta.k8s.io/v1"))
+            .flatten()
+    })
 }
 
 fn lossy(bytes: &[u8]) -> String {
