@@ -47,6 +47,7 @@ async fn body_bytes(reply: Reply) -> ApiResult<(Reply, Bytes)> {
         body,
         content_type,
         warnings,
+        encodable,
     } = reply;
     let bytes = axum::body::to_bytes(body, 64 * MAX_BODY)
         .await
@@ -57,6 +58,7 @@ async fn body_bytes(reply: Reply) -> ApiResult<(Reply, Bytes)> {
             body: Body::empty(),
             content_type,
             warnings,
+            encodable,
         },
         bytes,
     ))
@@ -269,6 +271,7 @@ fn convert_watch(reply: Reply, webhook: Value, want: String) -> Reply {
         body,
         content_type,
         warnings,
+        encodable,
     } = reply;
     let lines = split_lines(body.into_data_stream());
     let converted = lines.then(move |line| {
@@ -304,6 +307,7 @@ fn convert_watch(reply: Reply, webhook: Value, want: String) -> Reply {
         body: Body::from_stream(converted),
         content_type,
         warnings,
+        encodable,
     }
 }
 

@@ -11,9 +11,10 @@ use axum::Router;
 use http_body_util::BodyExt;
 
 use crate::auth::{request_info, PeerCertificate, UserInfo};
+use crate::endpoints::negotiate::Format;
 use crate::endpoints::request::{route_in, Query, Route};
 use crate::endpoints::{discovery, metrics};
-use crate::endpoints::{error_response, Api, Reply, MAX_BODY};
+use crate::endpoints::{error_response, error_response_as, Api, Reply, MAX_BODY};
 use crate::registry::catalog::Catalog;
 use apimachinery::status::ApiError;
 
@@ -128,16 +129,17 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
-    let user = match admit(&state, &parts.method, &path, parts.uri.query(), &parts) {
-        Ok(u) => Arc::new(u),
-        Err(e) => return error_response(&e),
-    };
     let accept = parts
         .headers
         .get("accept")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let user = match admit(&state, &parts.method, &path, parts.uri.query(), &parts) {
+        Ok(u) => Arc::new(u),
+        // upstream writes 401 and 403 in the negotiated format too
+        Err(e) => return error_response_as(&e, Format::for_accept(&accept, false)),
+    };
     match path.as_str() {
         "/healthz" | "/livez" | "/readyz" => return health(&path, &query),
         p if p.starts_with("/healthz/")
@@ -272,9 +274,15 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
         Ok(Route::Resource(t)) => t,
         Err(e) => return error_response(&e),
     };
+    // objects and errors in the negotiated format (protobuf for built-in kinds when the
+    // client prefers it)
+    let format = Format::for_accept(
+        &accept,
+        crate::endpoints::negotiate::json_only(target.resource),
+    );
     let body = match read_body(body, &parts.method).await {
         Ok(b) => b,
-        Err(e) => return error_response(&e),
+        Err(e) => return error_response_as(&e, format),
     };
     let served = state
         .api
@@ -282,9 +290,9 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
     let (answer, warnings) =
         crate::admission::collect_warnings(crate::machinery::user::scope(user, served)).await;
     match answer {
-        Ok(reply) => reply.with_warnings(warnings).into_response(),
+        Ok(reply) => reply.with_warnings(warnings).into_response_as(format).await,
         Err(e) => {
-            let mut r = error_response(&e);
+            let mut r = error_response_as(&e, format);
             super::append_warnings(r.headers_mut(), warnings);
             r
         }

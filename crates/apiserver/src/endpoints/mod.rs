@@ -77,11 +77,18 @@ pub trait WriteHook: Send + Sync {
 }
 
 /// A response plus `Warning` headers to attach.
+///
+/// A JSON body that is one Kubernetes object (or list, or `Status`) is re-encoded as
+/// protobuf when the request negotiated [`negotiate::Format::Protobuf`] and the kind has
+/// a protobuf schema ([`Reply::into_response_as`]); so the handlers build JSON and need
+/// not know the request's `Accept`.
 pub struct Reply {
     status: StatusCode,
     body: Body,
     content_type: &'static str,
     warnings: Vec<String>,
+    /// The body is a JSON object the protobuf encoder may re-encode.
+    encodable: bool,
 }
 
 impl Reply {
@@ -92,6 +99,7 @@ impl Reply {
             body: Body::from(bytes),
             content_type: "application/json",
             warnings: Vec::new(),
+            encodable: true,
         }
     }
 
@@ -110,6 +118,7 @@ impl Reply {
             body,
             content_type,
             warnings: Vec::new(),
+            encodable: false,
         }
     }
 
@@ -123,6 +132,28 @@ impl Reply {
     fn warned_first(mut self, w: String) -> Reply {
         self.warnings.insert(0, w);
         self
+    }
+
+    /// Build the HTTP response in `format`: a JSON object body of a kind with a protobuf
+    /// schema becomes its protobuf encoding; anything else (custom resources, tables,
+    /// streams) stays as it is.
+    pub async fn into_response_as(mut self, format: negotiate::Format) -> Response {
+        if format == negotiate::Format::Protobuf && self.encodable {
+            let body = std::mem::replace(&mut self.body, Body::empty());
+            match axum::body::to_bytes(body, usize::MAX).await {
+                Ok(bytes) => match protobuf_of(&bytes) {
+                    Some(pb) => {
+                        self.body = Body::from(pb);
+                        self.content_type = negotiate::Format::Protobuf.content_type(false);
+                    }
+                    None => self.body = Body::from(bytes),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a response body to encode it");
+                }
+            }
+        }
+        self.into_response()
     }
 
     /// Build the HTTP response.
@@ -146,13 +177,47 @@ pub fn append_warnings(headers: &mut HeaderMap, warnings: Vec<String>) {
     }
 }
 
+/// The protobuf encoding of a JSON object body, if its kind has one (and it encodes:
+/// a failure is logged and the JSON kept).
+fn protobuf_of(json: &[u8]) -> Option<Bytes> {
+    let v: Value = serde_json::from_slice(json).ok()?;
+    match crate::machinery::protobuf::encode::encode(&v)? {
+        Ok(pb) => Some(Bytes::from(pb)),
+        Err(e) => {
+            tracing::warn!(error = %e, "response kept as JSON: protobuf encoding failed");
+            None
+        }
+    }
+}
+
 /// An error as an HTTP response.
 pub fn error_response(e: &ApiError) -> Response {
-    let mut r = Reply::json(
-        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        &e.to_status(),
-    )
-    .into_response();
+    error_response_as(e, negotiate::Format::Json)
+}
+
+/// An error as an HTTP response, its `Status` in `format` (upstream negotiates error
+/// bodies like objects).
+pub fn error_response_as(e: &ApiError, format: negotiate::Format) -> Response {
+    let status = e.to_status();
+    let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let pb = match format {
+        negotiate::Format::Protobuf => crate::machinery::protobuf::encode::encode(&status)
+            .and_then(Result::ok)
+            .map(Bytes::from),
+        negotiate::Format::Json => None,
+    };
+    let mut r = match pb {
+        Some(pb) => {
+            let mut r = Response::new(Body::from(pb));
+            *r.status_mut() = code;
+            r.headers_mut().insert(
+                "content-type",
+                HeaderValue::from_static(negotiate::Format::Protobuf.content_type(false)),
+            );
+            r
+        }
+        None => Reply::json(code, &status).into_response(),
+    };
     if let Some(secs) = e.retry_after {
         if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
             r.headers_mut().insert("retry-after", v);
@@ -284,7 +349,9 @@ impl Api {
             // --- end bindings
             return self.review(method, &target, query, headers, &body).await;
         }
-        let rendering = match negotiate::Rendering::negotiate(accept)? {
+        let (rendering, format) =
+            negotiate::negotiate_for(accept, negotiate::json_only(target.resource))?;
+        let rendering = match rendering {
             negotiate::Rendering::Table(opts) => {
                 negotiate::Rendering::Table(opts.with_query(query)?)
             }
@@ -340,7 +407,7 @@ impl Api {
                 let opts =
                     crate::endpoints::request::ListOptions::parse(query, target.legacy_watch)?;
                 if opts.watch {
-                    self.watch(&target, opts, rendering)
+                    self.watch(&target, opts, rendering, format)
                 } else {
                     self.list(&target, &opts, rendering)
                 }

@@ -4,6 +4,11 @@
 //! (`PartialObjectMetadata`, `PartialObjectMetadataList` or `Table` in `meta.k8s.io`
 //! `v1`/`v1beta1`). The first clause the server can serve wins; when none can, the
 //! request fails with 406 `NotAcceptable`.
+//!
+//! The clause also decides the body's [`Format`]: JSON, or Kubernetes protobuf for
+//! built-in kinds. Custom resources have no protobuf schema: as upstream's CRD handler
+//! (whose standard serialisers leave protobuf out), a protobuf clause is skipped for
+//! them unless it asks for `PartialObjectMetadata`, which is a built-in type.
 
 use crate::endpoints::table::{MetaVersion, TableOptions};
 use apimachinery::status::{ApiError, ApiResult};
@@ -20,6 +25,33 @@ pub enum Rendering {
     Metadata,
     /// A `meta.k8s.io` `Table` ([`crate::registry::table`]).
     Table(TableOptions),
+}
+
+/// The serialisation of a response body, negotiated from `Accept` with the rendering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `application/json` (also what a YAML clause gets).
+    Json,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+}
+
+impl Format {
+    /// The format of answers (objects and errors) to a request with this `Accept`, for a
+    /// custom resource or not; JSON when nothing is acceptable (the 406 itself is JSON
+    /// then, as upstream's fallback).
+    pub fn for_accept(accept: &str, custom: bool) -> Format {
+        negotiate_for(accept, custom).map_or(Format::Json, |(_, f)| f)
+    }
+
+    /// The `Content-Type` of a body in this format; `watch` for the watch stream.
+    pub fn content_type(self, watch: bool) -> &'static str {
+        match (self, watch) {
+            (Format::Json, _) => "application/json",
+            (Format::Protobuf, false) => "application/vnd.kubernetes.protobuf",
+            (Format::Protobuf, true) => "application/vnd.kubernetes.protobuf;stream=watch",
+        }
+    }
 }
 
 impl Rendering {
@@ -46,6 +78,13 @@ impl Rendering {
             Rendering::Table(o) => ("Table".into(), o.version.api_version().into()),
         }
     }
+}
+
+/// Whether a resource's objects are served without protobuf: custom resources, and
+/// any built-in kind the protobuf tables do not cover (negotiated like custom resources).
+pub fn json_only(def: &ResourceDef) -> bool {
+    def.custom.is_some()
+        || !crate::machinery::protobuf::encode::encodable(&def.api_version(), def.kind)
 }
 
 /// Media types the server serialises, in upstream's order (`type`, `subtype`, whether it
@@ -117,8 +156,9 @@ fn parse(header: &str) -> Vec<Clause<'_>> {
     out
 }
 
-/// What a clause asks for, if this server can produce it with the serialiser `ser`.
-fn accept(clause: &Clause<'_>, ser: &(&str, &str, bool)) -> Option<Rendering> {
+/// What a clause asks for, if this server can produce it with the serialiser `ser` for a
+/// custom resource (`custom`) or a built-in kind.
+fn accept(clause: &Clause<'_>, ser: &(&str, &str, bool), custom: bool) -> Option<Rendering> {
     let (ty, subtype, streams) = *ser;
     if let Some(stream) = clause.param("stream").filter(|s| !s.is_empty()) {
         if !streams || stream != "watch" {
@@ -133,6 +173,10 @@ fn accept(clause: &Clause<'_>, ser: &(&str, &str, bool)) -> Option<Rendering> {
     }
     let (kind, group, version) = (clause.param("as"), clause.param("g"), clause.param("v"));
     if kind.is_none() && group.is_none() && version.is_none() {
+        // upstream: no transformation, so the endpoint's own serialisers decide
+        if custom && subtype == "vnd.kubernetes.protobuf" {
+            return None;
+        }
         return Some(Rendering::Full);
     }
     let version = match (group, version) {
@@ -157,8 +201,14 @@ fn accept(clause: &Clause<'_>, ser: &(&str, &str, bool)) -> Option<Rendering> {
 /// The rendering an `Accept` header asks for; 406 when the server can serve none of its
 /// clauses. An empty header asks for plain objects.
 pub fn negotiate(header: &str) -> ApiResult<Rendering> {
+    negotiate_for(header, false).map(|(r, _)| r)
+}
+
+/// The rendering and format an `Accept` header asks for, for a custom resource or a
+/// built-in kind; 406 when the server can serve none of its clauses.
+pub fn negotiate_for(header: &str, custom: bool) -> ApiResult<(Rendering, Format)> {
     if header.trim().is_empty() {
-        return Ok(Rendering::Full);
+        return Ok((Rendering::Full, Format::Json));
     }
     for clause in parse(header) {
         for ser in SERIALIZERS {
@@ -168,8 +218,13 @@ pub fn negotiate(header: &str) -> ApiResult<Rendering> {
             if !matches {
                 continue;
             }
-            if let Some(r) = accept(&clause, ser) {
-                return Ok(r);
+            if let Some(r) = accept(&clause, ser, custom) {
+                let format = if ser.1 == "vnd.kubernetes.protobuf" {
+                    Format::Protobuf
+                } else {
+                    Format::Json
+                };
+                return Ok((r, format));
             }
         }
     }
@@ -269,6 +324,59 @@ mod tests {
                 "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
             );
         }
+    }
+
+    /// What client-go asks for: protobuf for built-in kinds, JSON for custom resources
+    /// (where protobuf alone is not acceptable), protobuf metadata for both.
+    #[test]
+    fn formats() {
+        let client_go = "application/vnd.kubernetes.protobuf, application/json";
+        let f = |h: &str, custom: bool| negotiate_for(h, custom).map(|(r, f)| (r, f));
+        assert_eq!(
+            f(client_go, false).unwrap(),
+            (Rendering::Full, Format::Protobuf)
+        );
+        assert_eq!(f(client_go, true).unwrap(), (Rendering::Full, Format::Json));
+        assert_eq!(
+            f(
+                "application/json, application/vnd.kubernetes.protobuf",
+                false
+            )
+            .unwrap(),
+            (Rendering::Full, Format::Json)
+        );
+        assert_eq!(
+            f(
+                "application/json;q=0.5, application/vnd.kubernetes.protobuf",
+                false
+            )
+            .unwrap(),
+            (Rendering::Full, Format::Protobuf)
+        );
+        assert_eq!(
+            f("application/vnd.kubernetes.protobuf;stream=watch", false).unwrap(),
+            (Rendering::Full, Format::Protobuf)
+        );
+        let e = f("application/vnd.kubernetes.protobuf", true).unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (406, "NotAcceptable"));
+        // the metadata client
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        for custom in [false, true] {
+            assert_eq!(
+                f(metadata, custom).unwrap(),
+                (Rendering::Metadata, Format::Protobuf)
+            );
+        }
+        // tables are JSON only
+        let tables = "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json;as=Table;g=meta.k8s.io;v=v1";
+        assert_eq!(f(tables, false).unwrap().1, Format::Json);
+        assert_eq!(Format::for_accept("text/plain", false), Format::Json);
+        assert_eq!(Format::for_accept("", false), Format::Json);
+        assert_eq!(Format::for_accept(client_go, false), Format::Protobuf);
+        assert_eq!(
+            Format::Protobuf.content_type(true),
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        );
     }
 
     #[test]

@@ -207,6 +207,7 @@ impl Api {
                 body: Body::empty(),
                 content_type: "text/plain",
                 warnings: Vec::new(),
+                encodable: false,
             });
         }
         let run = podlog::run_of(&pod, &container, opts.previous)?;

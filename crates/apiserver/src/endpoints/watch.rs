@@ -1,4 +1,6 @@
-//! WATCH: newline-delimited JSON events, one chunk per event.
+//! WATCH: newline-delimited JSON events, one chunk per event; or, when the client
+//! negotiated protobuf, length-prefixed `WatchEvent`s holding protobuf objects
+//! (`application/vnd.kubernetes.protobuf;stream=watch`, upstream's framing).
 //!
 //! A watch starts from a resourceVersion (events after it, replayed from the history),
 //! or with the current state as synthetic ADDED events (`sendInitialEvents`, or no
@@ -20,6 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
+use super::negotiate::Format;
 use super::{Api, Reply};
 use crate::endpoints::filter::Filter;
 use crate::endpoints::request::{ListOptions, Target};
@@ -63,9 +66,52 @@ struct Watcher {
     filter: Filter,
     last_rv: u64,
     tx: mpsc::Sender<Bytes>,
+    /// JSON lines or protobuf frames.
+    format: Format,
 }
 
 impl Watcher {
+    /// Append one event whose object is `obj` (JSON) in the watch's format.
+    fn append(&self, b: &mut BytesMut, kind: &str, obj: &[u8]) {
+        match self.format {
+            Format::Json => append_event(b, kind, obj),
+            Format::Protobuf => match serde_json::from_slice::<Value>(obj) {
+                Ok(v) => self.append_value(b, kind, &v),
+                Err(e) => tracing::warn!(error = %e, "watch: object skipped"),
+            },
+        }
+    }
+
+    /// Append one protobuf frame for `obj`.
+    fn append_value(&self, b: &mut BytesMut, kind: &str, obj: &Value) {
+        let mut out = Vec::new();
+        match crate::machinery::protobuf::encode::watch_event(&mut out, kind, obj) {
+            Some(Ok(())) => b.extend_from_slice(&out),
+            Some(Err(e)) => tracing::warn!(error = %e, "watch: object skipped"),
+            None => tracing::warn!(kind = ?obj.get("kind"), "watch: no protobuf encoding"),
+        }
+    }
+
+    /// One event as a chunk; `None` when it cannot be encoded (logged).
+    fn event(&self, kind: &str, obj: &[u8]) -> Option<Bytes> {
+        if self.format == Format::Json {
+            return Some(event_line(kind, obj));
+        }
+        let mut b = BytesMut::with_capacity(obj.len() + 64);
+        self.append(&mut b, kind, obj);
+        (!b.is_empty()).then(|| b.freeze())
+    }
+
+    /// The ERROR event for `e`.
+    fn error_event(&self, e: &ApiError) -> Bytes {
+        if self.format == Format::Json {
+            return error_line(e);
+        }
+        let mut b = BytesMut::new();
+        self.append_value(&mut b, "ERROR", &e.to_status());
+        b.freeze()
+    }
+
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
@@ -81,6 +127,11 @@ impl Watcher {
         }
         let (kind, api_version) = self.rendering.object_kind(self.def);
         let obj = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
+        if self.format == Format::Protobuf {
+            let mut b = BytesMut::new();
+            self.append_value(&mut b, "BOOKMARK", &obj);
+            return b.freeze();
+        }
         event_line("BOOKMARK", obj.to_string().as_bytes())
     }
 
@@ -102,7 +153,7 @@ impl Watcher {
                 (false, false) => None,
             },
         }?;
-        Some(event_line(kind, &self.render(&ev.object)?))
+        self.event(kind, &self.render(&ev.object)?)
     }
 
     /// A table of one row for `obj` (stored representation); headers the first time.
@@ -153,6 +204,7 @@ impl Api {
         target: &Target,
         opts: ListOptions,
         rendering: super::negotiate::Rendering,
+        format: Format,
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let filter = Filter::for_request(target, &opts)?;
@@ -191,6 +243,7 @@ impl Api {
             filter,
             last_rv: from.unwrap_or(0),
             tx,
+            format,
         };
         let bookmarks = opts.allow_bookmarks;
         let initial_end_marker = opts.send_initial_events == Some(true) && bookmarks;
@@ -203,7 +256,7 @@ impl Api {
                     let e = ApiError::gone(format!(
                         "too old resource version: {requested_rv} ({floor})"
                     ));
-                    let _ = w.send(error_line(&e)).await;
+                    let _ = w.send(w.error_event(&e)).await;
                     return;
                 }
             };
@@ -226,7 +279,7 @@ impl Api {
                         continue;
                     }
                     let Some(json) = w.render(o) else { continue };
-                    append_event(&mut batch, "ADDED", &json);
+                    w.append(&mut batch, "ADDED", &json);
                     if batch.len() >= INITIAL_CHUNK {
                         let full =
                             std::mem::replace(&mut batch, BytesMut::with_capacity(INITIAL_CHUNK));
@@ -275,7 +328,7 @@ impl Api {
                                     }
                                     None => {
                                         let e = ApiError::gone(format!("too old resource version: {} ({})", w.last_rv, w.store.history_floor()));
-                                        let _ = w.send(error_line(&e)).await;
+                                        let _ = w.send(w.error_event(&e)).await;
                                         return;
                                     }
                                 }
@@ -288,6 +341,6 @@ impl Api {
                 }
             }
         });
-        Ok(Reply::stream(body, "application/json"))
+        Ok(Reply::stream(body, format.content_type(true)))
     }
 }

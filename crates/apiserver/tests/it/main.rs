@@ -16,6 +16,7 @@ mod limitranger;
 mod metrics;
 mod podlog;
 mod protobuf;
+mod protobuf_responses;
 mod rbac;
 mod rbac_bootstrap;
 mod reference;

@@ -35,7 +35,8 @@ const LEN: u64 = 2;
 /// Wire type of fixed 32-bit values.
 const FIXED32: u64 = 5;
 
-/// Whether objects of `api_version` `kind` have a protobuf encoding here.
+/// Whether objects of `api_version` `kind` have a protobuf encoding here (built-in
+/// kinds; not custom resources).
 pub fn encodable(api_version: &str, kind: &str) -> bool {
     lookup(api_version, kind).is_some()
 }
