@@ -89,6 +89,18 @@ pub mod bench {
                 .map_err(|e| e.message.clone())
         }
     }
+
+    /// An object's protobuf answer (`k8s\0` + `runtime.Unknown`), as the server encodes it.
+    pub fn protobuf_encode(obj: &Value) -> Result<Vec<u8>, String> {
+        crate::machinery::protobuf::encode::encode(obj)
+            .ok_or_else(|| "no protobuf schema for this kind".to_string())?
+    }
+
+    /// Append one protobuf watch frame (length prefix + `WatchEvent`) for `obj`.
+    pub fn protobuf_watch_event(out: &mut Vec<u8>, kind: &str, obj: &Value) -> Result<(), String> {
+        crate::machinery::protobuf::encode::watch_event(out, kind, obj)
+            .ok_or_else(|| "no protobuf schema for this kind".to_string())?
+    }
 }
 
 /// The answers a real kube-apiserver 1.36 gave, recorded in

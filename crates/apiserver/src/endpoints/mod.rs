@@ -103,6 +103,17 @@ impl Reply {
         }
     }
 
+    /// A body already in Kubernetes protobuf.
+    pub fn protobuf_bytes(status: StatusCode, bytes: Bytes) -> Reply {
+        Reply {
+            status,
+            body: Body::from(bytes),
+            content_type: negotiate::Format::Protobuf.content_type(false),
+            warnings: Vec::new(),
+            encodable: false,
+        }
+    }
+
     /// A JSON body from a value.
     pub fn json(status: StatusCode, v: &Value) -> Reply {
         Self::json_bytes(
@@ -409,7 +420,7 @@ impl Api {
                 if opts.watch {
                     self.watch(&target, opts, rendering, format)
                 } else {
-                    self.list(&target, &opts, rendering)
+                    self.list(&target, &opts, rendering, format)
                 }
             }
             ("POST", false) => self.create(&target, query, headers, &body).await,

@@ -8,7 +8,7 @@ use base64::Engine;
 use bytes::{BufMut, BytesMut};
 use serde_json::{json, Value};
 
-use super::negotiate::Rendering;
+use super::negotiate::{Format, Rendering};
 use super::{Api, Reply};
 use crate::endpoints::filter::Filter;
 use crate::endpoints::request::{ListOptions, Query, RvMatch, Target};
@@ -61,6 +61,7 @@ impl Api {
         target: &Target,
         opts: &ListOptions,
         rendering: Rendering,
+        format: Format,
     ) -> ApiResult<Reply> {
         let def = target.resource;
         let filter = Filter::for_request(target, opts)?;
@@ -88,6 +89,9 @@ impl Api {
         };
         let mut rows: Vec<Value> = Vec::new();
         let mut out = BytesMut::with_capacity(4096);
+        // protobuf: the items' JSON, encoded one by one at the end (no list value)
+        let protobuf = format == Format::Protobuf && tabulator.is_none();
+        let mut items: Vec<bytes::Bytes> = Vec::new();
         let mut count = 0usize;
         let mut last_key: Option<String> = None;
         let mut remaining = 0usize;
@@ -112,6 +116,12 @@ impl Api {
             }
             if let Some(tab) = &tabulator {
                 rows.push(tab.row(&obj.value()?)?);
+            } else if protobuf {
+                if crate::registry::versions::converts(def) || rendering != Rendering::Full {
+                    items.push(super::codec::render(def, obj, rendering)?);
+                } else {
+                    items.push(obj.json.clone());
+                }
             } else {
                 if count > 0 {
                     out.put_u8(b',');
@@ -143,6 +153,30 @@ impl Api {
             return Ok(Reply::json(StatusCode::OK, &tab.table(meta, rows, true)));
         }
         let (list_kind, list_version) = rendering.list_kind(def);
+        if protobuf {
+            let meta_value = Value::Object(std::mem::take(&mut meta));
+            match crate::machinery::protobuf::encode::encode_list(
+                &list_version,
+                &list_kind,
+                &meta_value,
+                &items,
+            ) {
+                Some(Ok(pb)) => return Ok(Reply::protobuf_bytes(StatusCode::OK, pb.into())),
+                Some(Err(e)) => return Err(ApiError::internal(e)),
+                // no schema (then protobuf is not negotiated): JSON after all
+                None => {
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.put_u8(b',');
+                        }
+                        out.extend_from_slice(item);
+                    }
+                }
+            }
+            if let Value::Object(m) = meta_value {
+                meta = m;
+            }
+        }
         let head = format!(
             "{{\"kind\":\"{list_kind}\",\"apiVersion\":\"{list_version}\",\"metadata\":{},\"items\":[",
             Value::Object(meta)

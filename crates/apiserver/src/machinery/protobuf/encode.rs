@@ -77,6 +77,54 @@ pub fn watch_event(out: &mut Vec<u8>, event_type: &str, obj: &Value) -> Option<R
     Some(Ok(()))
 }
 
+/// A list of `api_version` `kind` (`PodList`, ...) from its `metadata` and the JSON of
+/// its items, without building the list's value: each item is parsed and encoded in
+/// turn. `None` when the kind has no protobuf schema.
+pub fn encode_list<B: AsRef<[u8]>>(
+    api_version: &str,
+    kind: &str,
+    metadata: &Value,
+    items: &[B],
+) -> Option<Result<Vec<u8>, String>> {
+    let index = lookup(api_version, kind)?;
+    let msg = &schema::MESSAGES[usize::from(index)];
+    let field = |name: &str| msg.fields.iter().find(|f| f.json == name);
+    let (Some(meta), Some(item), 2) = (field("metadata"), field("items"), msg.fields.len()) else {
+        return None;
+    };
+    let (Ty::Msg(meta_index), Ty::Msg(item_index)) = (meta.ty, item.ty) else {
+        return None;
+    };
+    let mut w = Rev::with_capacity(items.iter().map(|i| i.as_ref().len()).sum::<usize>() / 2);
+    let body = |w: &mut Rev| -> Result<(), String> {
+        let write_items = |w: &mut Rev| -> Result<(), String> {
+            for raw in items.iter().rev() {
+                let v: Value = serde_json::from_slice(raw.as_ref())
+                    .map_err(|e| format!("protobuf: a list item is not JSON: {e}"))?;
+                let Value::Object(map) = v else {
+                    return Err("protobuf: a list item is not an object".to_string());
+                };
+                w.message(item.num, |w| message(w, item_index, &map, 1))?;
+            }
+            Ok(())
+        };
+        let write_meta = |w: &mut Rev| -> Result<(), String> {
+            let empty = Map::new();
+            let map = metadata.as_object().unwrap_or(&empty);
+            w.message(meta.num, |w| message(w, meta_index, map, 1))
+        };
+        // back to front: the higher field number first
+        if item.num > meta.num {
+            write_items(w)?;
+            write_meta(w)
+        } else {
+            write_meta(w)?;
+            write_items(w)
+        }
+    };
+    Some(envelope_with(&mut w, api_version, kind, body).map(|()| w.finish()))
+}
+
 /// Write the envelope of `obj`; `false` when its kind is unknown.
 fn envelope(w: &mut Rev, obj: &Value) -> Result<bool, String> {
     let Value::Object(map) = obj else {
@@ -87,18 +135,29 @@ fn envelope(w: &mut Rev, obj: &Value) -> Result<bool, String> {
     let Some(index) = lookup(api_version, kind) else {
         return Ok(false);
     };
+    envelope_with(w, api_version, kind, |w| message(w, index, map, 0))?;
+    Ok(true)
+}
+
+/// The magic and the `runtime.Unknown` envelope around the object `body` writes.
+fn envelope_with(
+    w: &mut Rev,
+    api_version: &str,
+    kind: &str,
+    body: impl FnOnce(&mut Rev) -> Result<(), String>,
+) -> Result<(), String> {
     // Unknown { TypeMeta typeMeta = 1; bytes raw = 2; string contentEncoding = 3;
     // string contentType = 4 }, written back to front
     w.bytes_field(4, b"");
     w.bytes_field(3, b"");
-    w.message(2, |w| message(w, index, map, 0))?;
+    w.message(2, body)?;
     w.message(1, |w| {
         w.bytes_field(2, kind.as_bytes());
         w.bytes_field(1, api_version.as_bytes());
         Ok(())
     })?;
     w.raw(MAGIC);
-    Ok(true)
+    Ok(())
 }
 
 /// The fields of each message by descending field number (the writer goes backwards).
@@ -788,6 +847,24 @@ mod tests {
         assert_eq!(ev.r#type.as_deref(), Some("ADDED"));
         let raw = ev.object.unwrap().raw.unwrap();
         assert_eq!(raw, enc(&pod()));
+
+        // a list from its items' JSON is the same as from the list's value
+        let items: Vec<Vec<u8>> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| serde_json::to_vec(i).unwrap())
+            .collect();
+        let by_items = encode_list("v1", "PodList", &list["metadata"], &items)
+            .unwrap()
+            .unwrap();
+        assert_eq!(by_items, enc(&list));
+        assert!(encode_list("example.com/v1", "WidgetList", &json!({}), &items).is_none());
+        assert!(
+            encode_list("v1", "PodList", &json!({}), &[b"nope".to_vec()])
+                .unwrap()
+                .is_err()
+        );
 
         // unknown kinds are not encoded
         assert!(encode(&json!({"kind": "Widget", "apiVersion": "example.com/v1"})).is_none());
