@@ -331,7 +331,7 @@ mod tests {
     #[test]
     fn formats() {
         let client_go = "application/vnd.kubernetes.protobuf, application/json";
-        let f = |h: &str, custom: bool| negotiate_for(h, custom).map(|(r, f)| (r, f));
+        let f = negotiate_for;
         assert_eq!(
             f(client_go, false).unwrap(),
             (Rendering::Full, Format::Protobuf)
@@ -358,7 +358,7 @@ mod tests {
             (Rendering::Full, Format::Protobuf)
         );
         let e = f("application/vnd.kubernetes.protobuf", true).unwrap_err();
-        assert_eq!((e.code, &*e.reason), (406, "NotAcceptable"));
+        assert_eq!((e.code, e.reason), (406, "NotAcceptable"));
         // the metadata client
         let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
         for custom in [false, true] {
