@@ -96,6 +96,17 @@ pub mod bench {
             .ok_or_else(|| "no protobuf schema for this kind".to_string())?
     }
 
+    /// A protobuf LIST answer from the stored JSON of its items, as the server builds it.
+    pub fn protobuf_encode_list(
+        api_version: &str,
+        kind: &str,
+        metadata: &Value,
+        items: &[Vec<u8>],
+    ) -> Result<Vec<u8>, String> {
+        crate::machinery::protobuf::encode::encode_list(api_version, kind, metadata, items)
+            .ok_or_else(|| "no protobuf schema for this kind".to_string())?
+    }
+
     /// Append one protobuf watch frame (length prefix + `WatchEvent`) for `obj`.
     pub fn protobuf_watch_event(out: &mut Vec<u8>, kind: &str, obj: &Value) -> Result<(), String> {
         crate::machinery::protobuf::encode::watch_event(out, kind, obj)
