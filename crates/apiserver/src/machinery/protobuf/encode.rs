@@ -176,6 +176,32 @@ fn descending(index: u16) -> &'static [u16] {
     order.get(usize::from(index)).map_or(&[], |b| b)
 }
 
+/// The fields of each message with a JSON name, sorted by that name (to find the field
+/// of a JSON key without hashing).
+fn by_name(index: u16) -> &'static [(&'static str, u16)] {
+    static NAMES: OnceLock<Vec<Box<[(&'static str, u16)]>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        schema::MESSAGES
+            .iter()
+            .map(|m| {
+                let mut v: Vec<(&'static str, u16)> = m
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.flags & FLAG_INLINE == 0)
+                    .map(|(i, f)| (f.json, i as u16))
+                    .collect();
+                v.sort_unstable();
+                v.into_boxed_slice()
+            })
+            .collect()
+    });
+    names.get(usize::from(index)).map_or(&[], |b| b)
+}
+
+/// Most fields a message has for the on-stack lookup (larger ones hash instead).
+const SLOTS: usize = 64;
+
 /// Write the fields of message `index` from the JSON object `map`.
 fn message(w: &mut Rev, index: u16, map: &Map<String, Value>, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
@@ -186,6 +212,17 @@ fn message(w: &mut Rev, index: u16, map: &Map<String, Value>, depth: usize) -> R
         .ok_or("protobuf: schema index out of range")?;
     if msg.unwrap {
         return Err(format!("protobuf: {} is not an object", msg.name));
+    }
+    // the value of each field: one pass over the (usually few) keys present
+    let mut slots: [Option<&Value>; SLOTS] = [None; SLOTS];
+    let slotted = msg.fields.len() <= SLOTS;
+    if slotted && !map.is_empty() {
+        let names = by_name(index);
+        for (k, v) in map {
+            if let Ok(i) = names.binary_search_by(|(n, _)| (*n).cmp(k.as_str())) {
+                slots[usize::from(names[i].1)] = Some(v);
+            }
+        }
     }
     for &i in descending(index) {
         let field = &msg.fields[usize::from(i)];
@@ -202,7 +239,12 @@ fn message(w: &mut Rev, index: u16, map: &Map<String, Value>, depth: usize) -> R
             w.message(field.num, |w| message(w, inner, map, depth + 1))?;
             continue;
         }
-        let value = map.get(field.json).filter(|v| !v.is_null());
+        let value = if slotted {
+            slots[usize::from(i)]
+        } else {
+            map.get(field.json)
+        }
+        .filter(|v| !v.is_null());
         match field.card {
             Card::One => match value {
                 Some(v) => single(w, field, v, depth)?,
@@ -482,7 +524,9 @@ impl Rev {
 
     /// Bytes that must appear in this order in the output.
     fn raw(&mut self, b: &[u8]) {
-        self.buf.extend(b.iter().rev());
+        let start = self.buf.len();
+        self.buf.extend_from_slice(b);
+        self.buf[start..].reverse();
     }
 
     fn varint(&mut self, mut v: u64) {
