@@ -176,10 +176,13 @@ fn descending(index: u16) -> &'static [u16] {
     order.get(usize::from(index)).map_or(&[], |b| b)
 }
 
+/// A message's fields by JSON name: `(name, field index)`, sorted.
+type Names = Box<[(&'static str, u16)]>;
+
 /// The fields of each message with a JSON name, sorted by that name (to find the field
 /// of a JSON key without hashing).
 fn by_name(index: u16) -> &'static [(&'static str, u16)] {
-    static NAMES: OnceLock<Vec<Box<[(&'static str, u16)]>>> = OnceLock::new();
+    static NAMES: OnceLock<Vec<Names>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
         schema::MESSAGES
             .iter()
