@@ -517,33 +517,33 @@ fn dry_runs_reach_only_webhooks_without_side_effects() {
     assert_eq!(r.len(), 1);
     assert_eq!(r[0]["request"]["dryRun"], true);
     assert_eq!(r[0]["request"]["options"]["dryRun"], json!(["All"]));
+    // v1 takes only None and NoneOnDryRun (a webhook with side effects cannot be
+    // registered, so a dry run never reaches one)
     let mut some = webhook(
         "some.example.com",
         hooks.client_config("/some"),
         configmap_rules(&["CREATE"]),
     );
     some["sideEffects"] = json!("Some");
-    validating(&s, "some", vec![some]);
     let (code, status) = post(
         &s,
-        "/api/v1/namespaces/d/configmaps?dryRun=All",
-        configmap("b", json!({})),
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        json!({"metadata": {"name": "some"}, "webhooks": [some]}),
     );
-    assert_eq!(code, 400, "{status}");
+    assert_eq!(code, 422, "{status}");
     assert_eq!(
-        status["message"],
-        "admission webhook \"some.example.com\" does not support dry run"
+        status["details"]["causes"][0]["message"],
+        "Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
     );
-    assert_eq!(status["reason"], "BadRequest");
     assert!(hooks.reviews("/some").is_empty());
-    // without dry run it is called
+    // without dry run the NoneOnDryRun webhook is called too
     let (code, _) = post(
         &s,
         "/api/v1/namespaces/d/configmaps",
         configmap("c", json!({})),
     );
     assert_eq!(code, 201);
-    assert_eq!(hooks.reviews("/some").len(), 1);
+    assert_eq!(hooks.reviews("/none").len(), 2);
 }
 
 #[test]
