@@ -578,3 +578,68 @@ pub(crate) fn storage_key(plural: &str) -> String {
         .map(|d| d.storage_key())
         .unwrap_or_default()
 }
+
+/// A policy kind's compiled form, as the shared [`View`] builds it.
+pub(crate) trait Compiled: Sized {
+    /// Compile one stored policy.
+    fn from_json(p: &Value) -> Self;
+    /// The policy's name (what bindings name).
+    fn name(&self) -> &str;
+}
+
+/// The compiled policies of one flavour, each with the bindings that name it (policies
+/// without bindings left out), and the two tables they were compiled from.
+pub(crate) struct View<P> {
+    tables: Option<(Table, Table)>,
+    /// Policies (by name) with their bindings (by name).
+    pub(crate) hooks: Vec<(P, Vec<Binding>)>,
+}
+
+impl<P> Default for View<P> {
+    fn default() -> Self {
+        View {
+            tables: None,
+            hooks: Vec::new(),
+        }
+    }
+}
+
+/// The view of the `policies` and `bindings` tables kept in `cell`, compiled again only
+/// when either table changed since.
+pub(crate) fn view<P: Compiled>(
+    server: &Server,
+    cell: &std::sync::RwLock<Arc<View<P>>>,
+    policies: &str,
+    bindings: &str,
+) -> Arc<View<P>> {
+    let policies = table(server, policies);
+    let bindings = table(server, bindings);
+    let current = cell.read().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some((p, b)) = &current.tables {
+        if p.ptr_eq(&policies) && b.ptr_eq(&bindings) {
+            return current;
+        }
+    }
+    let mut ps: Vec<P> = objects(&policies).iter().map(P::from_json).collect();
+    ps.sort_by(|a, b| a.name().cmp(b.name()));
+    let mut bs: Vec<Binding> = objects(&bindings).iter().map(Binding::from_json).collect();
+    bs.sort_by(|a, b| a.name.cmp(&b.name));
+    let hooks = ps
+        .into_iter()
+        .map(|p| {
+            let mine: Vec<Binding> = bs
+                .iter()
+                .filter(|b| b.policy == p.name())
+                .cloned()
+                .collect();
+            (p, mine)
+        })
+        .filter(|(_, mine)| !mine.is_empty())
+        .collect();
+    let view = Arc::new(View {
+        tables: Some((policies, bindings)),
+        hooks,
+    });
+    *cell.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&view);
+    view
+}

@@ -9,11 +9,10 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::{objects, table, Binding, Common, Ctx, Expr, Server, VARS};
+use super::{Common, Ctx, Expr, Server, VARS};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
 use crate::machinery::cel::admission::Want;
 use crate::registry::catalog::ResourceDef;
-use crate::storage::store::Table;
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// One `mutations[]` entry.
@@ -31,7 +30,11 @@ struct Policy {
     if_needed: bool,
 }
 
-impl Policy {
+impl super::Compiled for Policy {
+    fn name(&self) -> &str {
+        &self.common.name
+    }
+
     fn from_json(p: &Value) -> Policy {
         let spec = p.get("spec").cloned().unwrap_or(Value::Null);
         let expr = |m: &Value, k: &str| {
@@ -67,13 +70,8 @@ impl Policy {
     }
 }
 
-#[derive(Default)]
-struct State {
-    /// The tables this view was compiled from.
-    tables: Option<(Table, Table)>,
-    /// Policies (by name) with their bindings.
-    hooks: Vec<(Policy, Vec<Binding>)>,
-}
+/// The compiled policies with their bindings.
+type State = super::View<Policy>;
 
 /// The MutatingAdmissionPolicy admission plugin.
 pub struct MutatingPolicies {
@@ -87,42 +85,18 @@ impl MutatingPolicies {
     pub fn new(server: Arc<Server>) -> Arc<MutatingPolicies> {
         Arc::new(MutatingPolicies {
             server,
-            state: RwLock::new(Arc::new(State::default())),
+            state: RwLock::new(Arc::new(super::View::default())),
         })
     }
 
     /// The compiled view of the current tables (compiled again when either changed).
     fn state(&self) -> Arc<State> {
-        let policies = table(&self.server, "mutatingadmissionpolicies");
-        let bindings = table(&self.server, "mutatingadmissionpolicybindings");
-        let current = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some((p, b)) = &current.tables {
-            if p.ptr_eq(&policies) && b.ptr_eq(&bindings) {
-                return current;
-            }
-        }
-        let mut ps: Vec<Policy> = objects(&policies).iter().map(Policy::from_json).collect();
-        ps.sort_by(|a, b| a.common.name.cmp(&b.common.name));
-        let mut bs: Vec<Binding> = objects(&bindings).iter().map(Binding::from_json).collect();
-        bs.sort_by(|a, b| a.name.cmp(&b.name));
-        let hooks = ps
-            .into_iter()
-            .map(|p| {
-                let mine: Vec<Binding> = bs
-                    .iter()
-                    .filter(|b| b.policy == p.common.name)
-                    .cloned()
-                    .collect();
-                (p, mine)
-            })
-            .filter(|(_, mine)| !mine.is_empty())
-            .collect();
-        let state = Arc::new(State {
-            tables: Some((policies, bindings)),
-            hooks,
-        });
-        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&state);
-        state
+        super::view(
+            &self.server,
+            &self.state,
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings",
+        )
     }
 }
 impl Plugin for MutatingPolicies {

@@ -6,12 +6,9 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Value};
 
-use super::{
-    forbidden, objects, reason_code, reason_static, table, Binding, Common, Ctx, Expr, Server, VARS,
-};
+use super::{forbidden, reason_code, reason_static, Common, Ctx, Expr, Server, VARS};
 use crate::admission::{Attributes, BoxFuture, Outcome, Plugin};
 use crate::machinery::cel::admission::Want;
-use crate::storage::store::Table;
 use apimachinery::status::{ApiError, ApiResult, Cause};
 
 /// Upstream `MaxEvaluatedMessageExpressionSizeBytes`.
@@ -36,7 +33,11 @@ struct Policy {
     audit_annotations: Vec<(String, Expr)>,
 }
 
-impl Policy {
+impl super::Compiled for Policy {
+    fn name(&self) -> &str {
+        &self.common.name
+    }
+
     fn from_json(p: &Value) -> Policy {
         let spec = p.get("spec").cloned().unwrap_or(Value::Null);
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
@@ -78,13 +79,8 @@ impl Policy {
     }
 }
 
-#[derive(Default)]
-struct State {
-    /// The tables this view was compiled from.
-    tables: Option<(Table, Table)>,
-    /// Policies (by name) with their bindings.
-    hooks: Vec<(Policy, Vec<Binding>)>,
-}
+/// The compiled policies with their bindings.
+type State = super::View<Policy>;
 
 /// The ValidatingAdmissionPolicy admission plugin.
 pub struct ValidatingPolicies {
@@ -98,42 +94,18 @@ impl ValidatingPolicies {
     pub fn new(server: Arc<Server>) -> Arc<ValidatingPolicies> {
         Arc::new(ValidatingPolicies {
             server,
-            state: RwLock::new(Arc::new(State::default())),
+            state: RwLock::new(Arc::new(super::View::default())),
         })
     }
 
     /// The compiled view of the current tables (compiled again when either changed).
     fn state(&self) -> Arc<State> {
-        let policies = table(&self.server, "validatingadmissionpolicies");
-        let bindings = table(&self.server, "validatingadmissionpolicybindings");
-        let current = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some((p, b)) = &current.tables {
-            if p.ptr_eq(&policies) && b.ptr_eq(&bindings) {
-                return current;
-            }
-        }
-        let mut ps: Vec<Policy> = objects(&policies).iter().map(Policy::from_json).collect();
-        ps.sort_by(|a, b| a.common.name.cmp(&b.common.name));
-        let mut bs: Vec<Binding> = objects(&bindings).iter().map(Binding::from_json).collect();
-        bs.sort_by(|a, b| a.name.cmp(&b.name));
-        let hooks = ps
-            .into_iter()
-            .map(|p| {
-                let mine: Vec<Binding> = bs
-                    .iter()
-                    .filter(|b| b.policy == p.common.name)
-                    .cloned()
-                    .collect();
-                (p, mine)
-            })
-            .filter(|(_, mine)| !mine.is_empty())
-            .collect();
-        let state = Arc::new(State {
-            tables: Some((policies, bindings)),
-            hooks,
-        });
-        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&state);
-        state
+        super::view(
+            &self.server,
+            &self.state,
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+        )
     }
 }
 

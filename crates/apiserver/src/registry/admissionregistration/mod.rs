@@ -6,6 +6,7 @@ pub mod mutatingadmissionpolicy;
 pub mod mutatingadmissionpolicybinding;
 pub mod mutatingwebhookconfiguration;
 mod policy_common;
+mod policy_kinds;
 pub mod validatingadmissionpolicy;
 pub mod validatingadmissionpolicybinding;
 pub mod validatingwebhookconfiguration;

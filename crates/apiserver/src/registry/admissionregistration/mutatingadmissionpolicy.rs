@@ -1,70 +1,15 @@
 //! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1`): defaults, validation and table of
-//! upstream's `pkg/apis/admissionregistration` and `pkg/printers` (shared with the other
-//! policy kinds in `policy_common`).
+//! upstream's `pkg/apis/admissionregistration` and `pkg/printers` (the strategy is
+//! `policy_kinds::PolicyStrategy`, shared with the other flavour).
 
-use serde_json::Value;
-
-use super::policy_common;
-use crate::registry::catalog::{Kind, Phase, ResourceDef, Strategy};
-use crate::registry::table::Printer;
-use crate::registry::validation::Ctx;
-use apimachinery::field::Cause;
-use apimachinery::names::NameRule;
-
-/// The `admissionregistration.k8s.io/v1` kind.
-pub static KIND: Kind =
-    Kind::new(&[], &MutatingAdmissionPolicyStrategy).in_categories(&["api-extensions"]);
+use super::policy_kinds::{printer, PolicyStrategy};
+use crate::registry::catalog::Kind;
 
 /// What MutatingAdmissionPolicy does differently.
-pub struct MutatingAdmissionPolicyStrategy;
+static STRATEGY: PolicyStrategy = PolicyStrategy {
+    mutating: true,
+    printer: &printer::MUTATING_POLICY,
+};
 
-impl Strategy for MutatingAdmissionPolicyStrategy {
-    fn uses_generation(&self) -> bool {
-        true
-    }
-
-    /// Upstream's `PrepareForUpdate`: the generation moves when `spec` changes.
-    fn bumps_generation(&self, _def: &ResourceDef, old: &Value, new: &Value) -> bool {
-        old.get("spec") != new.get("spec")
-    }
-
-    fn default(&self, _def: &ResourceDef, obj: &mut Value, _phase: Phase) {
-        if let Some(o) = obj.as_object_mut() {
-            policy_common::default_policy(o, true);
-        }
-    }
-
-    fn validate(&self, def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        let ctx = Ctx::new(def, old);
-        ctx.check(|c, e| {
-            c.meta(e, obj, NameRule::Subdomain, false);
-            policy_common::validate_mutating_policy(e, obj);
-        })
-    }
-
-    fn printer(&self) -> Option<&'static Printer> {
-        Some(&printer::MUTATINGADMISSIONPOLICY)
-    }
-}
-
-pub(crate) mod printer {
-    use crate::registry::table::prelude::*;
-
-    /// `kubectl get` columns.
-    pub(crate) static MUTATINGADMISSIONPOLICY: Printer = Printer {
-        columns: &[
-            NAME,
-            integer("Mutations", text("Mutation indicates the number of mutations rules defined in this configuration")),
-            string("ParamKind", text("ParamKind specifies the kind of resources used to parameterize this policy")),
-            AGE,
-        ],
-        print: |v, now| {
-            Row::of(vec![
-                name(v),
-                json!(arr(v, "/spec/mutations").len()),
-                json!(super::super::policy_common::param_kind_cell(v)),
-                age(v, now),
-            ])
-        },
-    };
-}
+/// The `admissionregistration.k8s.io/v1` kind.
+pub static KIND: Kind = Kind::new(&[], &STRATEGY).in_categories(&["api-extensions"]);
