@@ -41,5 +41,6 @@ pub mod serviceaccount;
 pub mod status;
 pub mod taints;
 pub mod time;
+pub mod tls;
 pub mod tz;
 pub mod x509;
