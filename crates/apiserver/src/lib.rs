@@ -103,7 +103,51 @@ pub mod bench {
         metadata: &Value,
         items: &[Vec<u8>],
     ) -> Result<Vec<u8>, String> {
-        crate::machinery::protobuf::encode::encode_list(api_version, kind, metadata, items)
+        let items: Vec<_> = items
+            .iter()
+            .map(|i| {
+                crate::machinery::protobuf::encode::ListItem::Json(bytes::Bytes::from(i.clone()))
+            })
+            .collect();
+        crate::machinery::protobuf::encode::encode_list(api_version, kind, metadata, &items)
+            .ok_or_else(|| "no protobuf schema for this kind".to_string())?
+    }
+
+    /// Stored objects (each with its empty protobuf cache) from their JSON.
+    pub struct Stored(Vec<crate::storage::store::StoredObject>);
+
+    /// Store objects as the server does (no selectable fields).
+    pub fn stored(items: &[Vec<u8>]) -> Result<Stored, String> {
+        items
+            .iter()
+            .map(|i| {
+                let v: Value = serde_json::from_slice(i).map_err(|e| e.to_string())?;
+                Ok(crate::storage::store::StoredObject::with_json(
+                    0,
+                    bytes::Bytes::from(i.clone()),
+                    &v,
+                    &[],
+                ))
+            })
+            .collect::<Result<_, String>>()
+            .map(Stored)
+    }
+
+    /// A protobuf LIST answer of stored objects, as the server builds it: each item's
+    /// encoding cached with the object (the first LIST fills the caches, later ones
+    /// reuse them).
+    pub fn protobuf_encode_list_stored(
+        api_version: &str,
+        kind: &str,
+        metadata: &Value,
+        stored: &Stored,
+    ) -> Result<Vec<u8>, String> {
+        let items = stored
+            .0
+            .iter()
+            .map(|o| o.list_item().map_err(|e| e.message.clone()))
+            .collect::<Result<Vec<_>, String>>()?;
+        crate::machinery::protobuf::encode::encode_list(api_version, kind, metadata, &items)
             .ok_or_else(|| "no protobuf schema for this kind".to_string())?
     }
 

@@ -48,6 +48,7 @@ async fn body_bytes(reply: Reply) -> ApiResult<(Reply, Bytes)> {
         content_type,
         warnings,
         encodable,
+        stored: _,
     } = reply;
     let bytes = axum::body::to_bytes(body, 64 * MAX_BODY)
         .await
@@ -59,6 +60,8 @@ async fn body_bytes(reply: Reply) -> ApiResult<(Reply, Bytes)> {
             content_type,
             warnings,
             encodable,
+            // the body is replaced: not the stored object's any more
+            stored: None,
         },
         bytes,
     ))
@@ -272,6 +275,7 @@ fn convert_watch(reply: Reply, webhook: Value, want: String) -> Reply {
         content_type,
         warnings,
         encodable,
+        stored: _,
     } = reply;
     let lines = split_lines(body.into_data_stream());
     let converted = lines.then(move |line| {
@@ -308,6 +312,7 @@ fn convert_watch(reply: Reply, webhook: Value, want: String) -> Reply {
         content_type,
         warnings,
         encodable,
+        stored: None,
     }
 }
 

@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use crate::endpoints::request::{Query, Target};
 use crate::registry::catalog::{Catalog, Subresource};
-use crate::storage::store::Store;
+use crate::storage::store::{Store, StoredObject};
 use apimachinery::status::{ApiError, ApiResult};
 
 /// Largest request body accepted (upstream: 3 MiB).
@@ -89,6 +89,9 @@ pub struct Reply {
     warnings: Vec<String>,
     /// The body is a JSON object the protobuf encoder may re-encode.
     encodable: bool,
+    /// The body is this stored object's JSON: its protobuf answer is the object's
+    /// cached encoding.
+    stored: Option<Arc<StoredObject>>,
 }
 
 impl Reply {
@@ -100,7 +103,16 @@ impl Reply {
             content_type: "application/json",
             warnings: Vec::new(),
             encodable: true,
+            stored: None,
         }
+    }
+
+    /// A stored object as it is stored (its JSON; its cached protobuf encoding when
+    /// protobuf was negotiated).
+    pub fn stored(status: StatusCode, obj: Arc<StoredObject>) -> Reply {
+        let mut r = Self::json_bytes(status, obj.json.clone());
+        r.stored = Some(obj);
+        r
     }
 
     /// A body already in Kubernetes protobuf.
@@ -111,6 +123,7 @@ impl Reply {
             content_type: negotiate::Format::Protobuf.content_type(false),
             warnings: Vec::new(),
             encodable: false,
+            stored: None,
         }
     }
 
@@ -130,6 +143,7 @@ impl Reply {
             content_type,
             warnings: Vec::new(),
             encodable: false,
+            stored: None,
         }
     }
 
@@ -149,6 +163,24 @@ impl Reply {
     /// schema becomes its protobuf encoding; anything else (custom resources, tables,
     /// streams) stays as it is.
     pub async fn into_response_as(mut self, format: negotiate::Format) -> Response {
+        if format == negotiate::Format::Protobuf {
+            if let Some(obj) = self.stored.take() {
+                match obj.protobuf() {
+                    Ok(Some(e)) => {
+                        self.body = Body::from(e.full.clone());
+                        self.content_type = negotiate::Format::Protobuf.content_type(false);
+                        return self.into_response();
+                    }
+                    // no schema: JSON
+                    Ok(None) => return self.into_response(),
+                    // as protobuf_of: the failure logged, the JSON kept
+                    Err(e) => {
+                        tracing::warn!(error = %e.message, "response kept as JSON: protobuf encoding failed");
+                        return self.into_response();
+                    }
+                }
+            }
+        }
         if format == negotiate::Format::Protobuf && self.encodable {
             let body = std::mem::replace(&mut self.body, Body::empty());
             match axum::body::to_bytes(body, usize::MAX).await {

@@ -208,6 +208,7 @@ impl Api {
                 content_type: "text/plain",
                 warnings: Vec::new(),
                 encodable: false,
+                stored: None,
             });
         }
         let run = podlog::run_of(&pod, &container, opts.previous)?;

@@ -13,6 +13,7 @@ use super::{Api, Reply};
 use crate::endpoints::filter::Filter;
 use crate::endpoints::request::{ListOptions, Query, RvMatch, Target};
 use crate::endpoints::table::Tabulator;
+use crate::machinery::protobuf::encode::ListItem;
 use crate::registry::catalog::ResourceDef;
 use crate::registry::catalog::Subresource;
 use crate::storage::store::{object_key, Snapshot, StoredObject};
@@ -48,6 +49,12 @@ impl Api {
                     }
                     _ => Ok(Reply::json(StatusCode::OK, &scale)),
                 }
+            }
+            // as stored: a protobuf answer is the object's cached encoding
+            _ if rendering == Rendering::Full
+                && !crate::registry::versions::converts(target.resource) =>
+            {
+                Ok(Reply::stored(StatusCode::OK, obj))
             }
             _ => Ok(Reply::json_bytes(
                 StatusCode::OK,
@@ -89,9 +96,10 @@ impl Api {
         };
         let mut rows: Vec<Value> = Vec::new();
         let mut out = BytesMut::with_capacity(4096);
-        // protobuf: the items' JSON, encoded one by one at the end (no list value)
+        // protobuf: the items as stored objects (their encoding cached with them) or
+        // rendered JSON, encoded at the end (no list value)
         let protobuf = format == Format::Protobuf && tabulator.is_none();
-        let mut items: Vec<bytes::Bytes> = Vec::new();
+        let mut items: Vec<ListItem> = Vec::new();
         let mut count = 0usize;
         let mut last_key: Option<String> = None;
         let mut remaining = 0usize;
@@ -118,9 +126,9 @@ impl Api {
                 rows.push(tab.row(&obj.value()?)?);
             } else if protobuf {
                 if crate::registry::versions::converts(def) || rendering != Rendering::Full {
-                    items.push(super::codec::render(def, obj, rendering)?);
+                    items.push(ListItem::Json(super::codec::render(def, obj, rendering)?));
                 } else {
-                    items.push(obj.json.clone());
+                    items.push(obj.list_item()?);
                 }
             } else {
                 if count > 0 {
@@ -169,7 +177,7 @@ impl Api {
                         if i > 0 {
                             out.put_u8(b',');
                         }
-                        out.extend_from_slice(item);
+                        out.extend_from_slice(item.json());
                     }
                 }
             }

@@ -92,6 +92,31 @@ impl Watcher {
         }
     }
 
+    /// Append one event for a stored object: in protobuf, of an object watched as it
+    /// is stored, its cached encoding wrapped into the frame (no parse, no encoding
+    /// per watcher); otherwise as [`Watcher::render`] and [`Watcher::append`] do.
+    fn append_stored(&self, b: &mut BytesMut, kind: &str, obj: &StoredObject) {
+        if self.format == Format::Protobuf
+            && self.table.is_none()
+            && self.rendering == super::negotiate::Rendering::Full
+            && !crate::registry::versions::converts(self.def)
+        {
+            if let Ok(Some(e)) = obj.protobuf() {
+                let mut out = Vec::with_capacity(e.full.len() + 32);
+                match crate::machinery::protobuf::encode::watch_event_encoded(
+                    &mut out, kind, &e.full,
+                ) {
+                    Ok(()) => b.extend_from_slice(&out),
+                    Err(e) => tracing::warn!(error = %e, "watch: object skipped"),
+                }
+                return;
+            }
+        }
+        if let Some(json) = self.render(obj) {
+            self.append(b, kind, &json);
+        }
+    }
+
     /// One event as a chunk; `None` when it cannot be encoded (logged).
     fn event(&self, kind: &str, obj: &[u8]) -> Option<Bytes> {
         if self.format == Format::Json {
@@ -153,7 +178,12 @@ impl Watcher {
                 (false, false) => None,
             },
         }?;
-        self.event(kind, &self.render(&ev.object)?)
+        if self.format == Format::Json {
+            return self.event(kind, &self.render(&ev.object)?);
+        }
+        let mut b = BytesMut::with_capacity(ev.object.json.len() + 64);
+        self.append_stored(&mut b, kind, &ev.object);
+        (!b.is_empty()).then(|| b.freeze())
     }
 
     /// A table of one row for `obj` (stored representation); headers the first time.
@@ -278,8 +308,7 @@ impl Api {
                     if !w.matches(k, o) {
                         continue;
                     }
-                    let Some(json) = w.render(o) else { continue };
-                    w.append(&mut batch, "ADDED", &json);
+                    w.append_stored(&mut batch, "ADDED", o);
                     if batch.len() >= INITIAL_CHUNK {
                         let full =
                             std::mem::replace(&mut batch, BytesMut::with_capacity(INITIAL_CHUNK));

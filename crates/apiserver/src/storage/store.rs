@@ -12,12 +12,13 @@
 //! data and makes LIST a concatenation of byte slices.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::machinery::protobuf::encode::{encode_object, Encoded, ListItem};
 use crate::storage::persist::{Committer, PersistOp};
 use apimachinery::status::{ApiError, ApiResult};
 
@@ -35,6 +36,11 @@ pub struct StoredObject {
     pub labels: Box<[(Box<str>, Box<str>)]>,
     /// Values of selectable fields (`spec.nodeName`, ...), for field selectors.
     pub fields: Box<[(Box<str>, Box<str>)]>,
+    /// The object's protobuf answer, encoded the first time a protobuf client needs it
+    /// (LIST item, GET, watch event) and shared by all of them afterwards; never filled
+    /// for objects only JSON clients read (boxed: an empty cache costs 16 bytes).
+    /// `Ok(None)`: the kind has no protobuf schema.
+    protobuf: OnceLock<Box<Result<Option<Encoded>, String>>>,
 }
 
 impl StoredObject {
@@ -73,7 +79,29 @@ impl StoredObject {
             json,
             labels,
             fields,
+            protobuf: OnceLock::new(),
         }
+    }
+
+    /// The object's protobuf answer (magic, envelope and object), encoded from its JSON
+    /// once per stored version; `None` when its kind has no protobuf schema.
+    pub fn protobuf(&self) -> ApiResult<Option<&Encoded>> {
+        match self
+            .protobuf
+            .get_or_init(|| Box::new(encode_object(&self.json)))
+            .as_ref()
+        {
+            Ok(e) => Ok(e.as_ref()),
+            Err(e) => Err(ApiError::internal(e.clone())),
+        }
+    }
+
+    /// The object as an item of a protobuf list: its encoding when it has one.
+    pub fn list_item(&self) -> ApiResult<ListItem> {
+        Ok(match self.protobuf()? {
+            Some(e) => ListItem::Encoded(self.json.clone(), e.clone()),
+            None => ListItem::Json(self.json.clone()),
+        })
     }
 
     /// Parse the JSON back into a value.

@@ -748,3 +748,108 @@ fn client_go_style_pods_through_protobuf() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["type"], "MODIFIED");
 }
+
+/// The protobuf watch frames of a JSON watch body's events, encoded from their values
+/// (the encoding without the stored objects' cache).
+fn frames_of_json(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let ev: Value = serde_json::from_slice(l).unwrap();
+        coxswain_apiserver::bench::protobuf_watch_event(
+            &mut out,
+            ev["type"].as_str().unwrap(),
+            &ev["object"],
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// Protobuf answers of stored objects come from each object version's encoding, cached
+/// the first time: a LIST (cache cold, then warm), a GET and watch events (initial and
+/// replayed) are byte for byte the encoding of the JSON answers' values.
+#[test]
+fn cached_encodings_are_the_uncached_bytes() {
+    let s = start();
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, first) = json_call(&s, "POST", pods, &pod("p-0"));
+    assert_eq!(code, 201, "{first}");
+    let rv0 = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for i in 1..4 {
+        let (code, v) = json_call(&s, "POST", pods, &pod(&format!("p-{i}")));
+        assert_eq!(code, 201, "{v}");
+    }
+    let (code, v) = s.json(
+        "PATCH",
+        &format!("{pods}/p-1"),
+        "application/merge-patch+json",
+        "application/json",
+        &json!({"metadata": {"labels": {"x": "1"}}}),
+    );
+    assert_eq!(code, 200, "{v}");
+
+    let (code, list) = s.json("GET", pods, "", "application/json", &Value::Null);
+    assert_eq!(code, 200);
+    let uncached = coxswain_apiserver::bench::protobuf_encode(&list).unwrap();
+    for round in ["cold", "warm"] {
+        let a = call(&s, "GET", pods, "", CLIENT_GO, b"");
+        assert_eq!(a.content_type, PROTOBUF);
+        assert!(a.body == uncached, "LIST, cache {round}");
+    }
+    // a page of it, and a label-selected one
+    for q in ["limit=2", "labelSelector=x%3D1"] {
+        let path = format!("{pods}?{q}");
+        let (_, js) = s.json("GET", &path, "", "application/json", &Value::Null);
+        let a = call(&s, "GET", &path, "", CLIENT_GO, b"");
+        assert!(
+            a.body == coxswain_apiserver::bench::protobuf_encode(&js).unwrap(),
+            "{q}"
+        );
+    }
+    for name in ["p-0", "p-1"] {
+        let (js, body) = same_answer(&s, &format!("{pods}/{name}"));
+        assert!(
+            body == coxswain_apiserver::bench::protobuf_encode(&js).unwrap(),
+            "GET {name}"
+        );
+    }
+
+    // watches: the initial state (ADDED), and the history from the first create
+    for q in [
+        "watch=1&timeoutSeconds=1".to_string(),
+        format!("watch=1&resourceVersion={rv0}&timeoutSeconds=1"),
+    ] {
+        let path = format!("{pods}?{q}");
+        let (code, _, json_body) =
+            request(s.running.addr, "GET", &path, "", "application/json", b"");
+        assert_eq!(code, 200);
+        let (code, _, pb_body) = request(s.running.addr, "GET", &path, "", CLIENT_GO, b"");
+        assert_eq!(code, 200);
+        assert!(!pb_body.is_empty(), "{q}");
+        assert!(pb_body == frames_of_json(&json_body), "watch {q}");
+    }
+    // a deletion seen live by a protobuf watcher
+    let watcher = {
+        let addr = s.running.addr;
+        let path = format!(
+            "{pods}?watch=1&resourceVersion={}&timeoutSeconds=2",
+            list["metadata"]["resourceVersion"].as_str().unwrap()
+        );
+        std::thread::spawn(move || request(addr, "GET", &path, "", CLIENT_GO, b""))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (code, gone) = json_call(&s, "DELETE", &format!("{pods}/p-2"), &Value::Null);
+    assert_eq!(code, 200, "{gone}");
+    let (_, _, body) = watcher.join().unwrap();
+    let evs = frames(&body);
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].r#type.as_deref(), Some("DELETED"));
+    let mut expected = Vec::new();
+    let p: core::Pod = event_object(&evs[0], "Pod");
+    assert_eq!(p.metadata.unwrap().name.as_deref(), Some("p-2"));
+    coxswain_apiserver::bench::protobuf_watch_event(&mut expected, "DELETED", &gone).unwrap();
+    assert!(body == expected, "live DELETED");
+}

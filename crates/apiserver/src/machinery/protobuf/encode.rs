@@ -22,6 +22,7 @@
 use std::sync::OnceLock;
 
 use base64::Engine as _;
+use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::{lookup, schema, Card, Field, Ty, FLAG_INLINE, FLAG_PTR, MAGIC, MAX_DEPTH};
@@ -77,14 +78,104 @@ pub fn watch_event(out: &mut Vec<u8>, event_type: &str, obj: &Value) -> Option<R
     Some(Ok(()))
 }
 
-/// A list of `api_version` `kind` (`PodList`, ...) from its `metadata` and the JSON of
-/// its items, without building the list's value: each item is parsed and encoded in
-/// turn. `None` when the kind has no protobuf schema.
-pub fn encode_list<B: AsRef<[u8]>>(
+/// One stored object version's protobuf answer, encoded once and kept with the object
+/// (see `StoredObject::protobuf`): the whole body (magic and `runtime.Unknown`
+/// envelope, what a GET answers and a watch event wraps) and the range of the object's
+/// own message inside it (what a list embeds as an item).
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// Magic, envelope and object.
+    pub full: Bytes,
+    /// The object's message type (its schema index).
+    index: u16,
+    /// Where the object's message starts in `full` (it ends 4 bytes before the end:
+    /// the envelope's empty `contentEncoding` and `contentType` follow it).
+    body_start: usize,
+}
+
+impl Encoded {
+    /// The object's own message (the envelope's `raw`), as a list item embeds it.
+    pub fn body(&self) -> Bytes {
+        self.full.slice(self.body_start..self.full.len() - 4)
+    }
+}
+
+/// The protobuf answer of an object from its JSON (as [`encode`]), keeping where the
+/// object's own message lies. `Ok(None)` when the kind has no protobuf schema.
+pub fn encode_object(json: &[u8]) -> Result<Option<Encoded>, String> {
+    let v: Value = serde_json::from_slice(json)
+        .map_err(|e| format!("protobuf: the object is not JSON: {e}"))?;
+    let Value::Object(map) = &v else {
+        return Err("protobuf: the object is not a JSON object".to_string());
+    };
+    let str_of = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (str_of("apiVersion"), str_of("kind"));
+    let Some(index) = lookup(api_version, kind) else {
+        return Ok(None);
+    };
+    let mut w = Rev::with_capacity(json.len() / 2 + 64);
+    let mut body_len = 0;
+    envelope_with(&mut w, api_version, kind, |w| {
+        let start = w.len();
+        message(w, index, map, 0)?;
+        body_len = w.len() - start;
+        Ok(())
+    })?;
+    let full = w.finish();
+    let body_start = full.len() - 4 - body_len;
+    Ok(Some(Encoded {
+        full: Bytes::from(full),
+        index,
+        body_start,
+    }))
+}
+
+/// One watch event (the framing of [`watch_event`]) around an object's already encoded
+/// protobuf body (`Encoded::full`).
+pub fn watch_event_encoded(out: &mut Vec<u8>, event_type: &str, full: &[u8]) -> Result<(), String> {
+    let mut w = Rev::with_capacity(full.len() + 32);
+    // WatchEvent { type = 1; RawExtension object = 2 { bytes raw = 1 } }
+    w.message(2, |w| {
+        w.bytes_field(1, full);
+        Ok(())
+    })?;
+    w.bytes_field(1, event_type.as_bytes());
+    let Ok(len32) = u32::try_from(w.len()) else {
+        return Err("protobuf: watch event too large".to_string());
+    };
+    w.raw(&len32.to_be_bytes());
+    out.extend_from_slice(&w.finish());
+    Ok(())
+}
+
+/// An item of a list to encode: the JSON of an object, or a stored object whose
+/// protobuf encoding is already at hand (embedded as it is when its message type is the
+/// list's item type; its JSON otherwise, and when the list kind has no schema).
+#[derive(Debug, Clone)]
+pub enum ListItem {
+    /// An object's JSON, parsed and encoded.
+    Json(Bytes),
+    /// An object's JSON and its encoding.
+    Encoded(Bytes, Encoded),
+}
+
+impl ListItem {
+    /// The item's JSON.
+    pub fn json(&self) -> &Bytes {
+        match self {
+            ListItem::Json(j) | ListItem::Encoded(j, _) => j,
+        }
+    }
+}
+
+/// A list of `api_version` `kind` (`PodList`, ...) from its `metadata` and its items,
+/// without building the list's value: each item is embedded (already encoded) or parsed
+/// and encoded in turn. `None` when the kind has no protobuf schema.
+pub fn encode_list(
     api_version: &str,
     kind: &str,
     metadata: &Value,
-    items: &[B],
+    items: &[ListItem],
 ) -> Option<Result<Vec<u8>, String>> {
     let index = lookup(api_version, kind)?;
     let msg = &schema::MESSAGES[usize::from(index)];
@@ -95,11 +186,24 @@ pub fn encode_list<B: AsRef<[u8]>>(
     let (Ty::Msg(meta_index), Ty::Msg(item_index)) = (meta.ty, item.ty) else {
         return None;
     };
-    let mut w = Rev::with_capacity(items.iter().map(|i| i.as_ref().len()).sum::<usize>() / 2);
+    let size: usize = items
+        .iter()
+        .map(|i| match i {
+            ListItem::Json(j) => j.len() / 2,
+            ListItem::Encoded(_, e) => e.full.len(),
+        })
+        .sum();
+    let mut w = Rev::with_capacity(size + 64);
     let body = |w: &mut Rev| -> Result<(), String> {
         let write_items = |w: &mut Rev| -> Result<(), String> {
-            for raw in items.iter().rev() {
-                let v: Value = serde_json::from_slice(raw.as_ref())
+            for it in items.iter().rev() {
+                if let ListItem::Encoded(_, e) = it {
+                    if e.index == item_index {
+                        w.bytes_field(item.num, &e.full[e.body_start..e.full.len() - 4]);
+                        continue;
+                    }
+                }
+                let v: Value = serde_json::from_slice(it.json())
                     .map_err(|e| format!("protobuf: a list item is not JSON: {e}"))?;
                 let Value::Object(map) = v else {
                     return Err("protobuf: a list item is not an object".to_string());
@@ -896,22 +1000,86 @@ mod tests {
         assert_eq!(raw, enc(&pod()));
 
         // a list from its items' JSON is the same as from the list's value
-        let items: Vec<Vec<u8>> = list["items"]
+        let items: Vec<ListItem> = list["items"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|i| serde_json::to_vec(i).unwrap())
+            .map(|i| ListItem::Json(serde_json::to_vec(i).unwrap().into()))
             .collect();
         let by_items = encode_list("v1", "PodList", &list["metadata"], &items)
             .unwrap()
             .unwrap();
         assert_eq!(by_items, enc(&list));
         assert!(encode_list("example.com/v1", "WidgetList", &json!({}), &items).is_none());
-        assert!(
-            encode_list("v1", "PodList", &json!({}), &[b"nope".to_vec()])
+        assert!(encode_list(
+            "v1",
+            "PodList",
+            &json!({}),
+            &[ListItem::Json(Bytes::from_static(b"nope"))]
+        )
+        .unwrap()
+        .is_err());
+
+        // and the same from items encoded beforehand (the stored objects' cache), all
+        // or some of them
+        let cached: Vec<ListItem> = items
+            .iter()
+            .map(|i| {
+                let v: Value = serde_json::from_slice(i.json()).unwrap();
+                let item = v.clone();
+                // items without kind (allowed in a list) have nothing to cache
+                let Some(e) = encode_object(i.json()).unwrap() else {
+                    assert!(encode(&item).is_none());
+                    return i.clone();
+                };
+                assert_eq!(&e.full[..], &enc(&v)[..]);
+                ListItem::Encoded(i.json().clone(), e)
+            })
+            .collect();
+        let by_cache = encode_list("v1", "PodList", &list["metadata"], &cached)
+            .unwrap()
+            .unwrap();
+        assert_eq!(by_cache, by_items);
+        let mixed: Vec<ListItem> = cached
+            .iter()
+            .zip(&items)
+            .enumerate()
+            .map(|(n, (c, i))| if n % 2 == 0 { c.clone() } else { i.clone() })
+            .collect();
+        assert_eq!(
+            encode_list("v1", "PodList", &list["metadata"], &mixed)
                 .unwrap()
-                .is_err()
+                .unwrap(),
+            by_items
         );
+        // an encoded item of another type than the list's items is encoded from its JSON
+        let node = json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n"}});
+        let node_json = Bytes::from(serde_json::to_vec(&node).unwrap());
+        let node_enc = encode_object(&node_json).unwrap().unwrap();
+        assert!(cached.iter().any(|c| matches!(c, ListItem::Encoded(..))));
+        assert_eq!(
+            encode_list(
+                "v1",
+                "PodList",
+                &json!({}),
+                &[ListItem::Encoded(node_json.clone(), node_enc.clone())]
+            ),
+            encode_list("v1", "PodList", &json!({}), &[ListItem::Json(node_json)])
+        );
+        assert!(encode_object(br#"{"kind":"Widget","apiVersion":"x/v1"}"#)
+            .unwrap()
+            .is_none());
+        assert!(encode_object(b"nope").is_err());
+
+        // a watch event around an encoded object is the same as from its value
+        let mut from_cache = Vec::new();
+        let pod_json = serde_json::to_vec(&pod()).unwrap();
+        let pod_enc = encode_object(&pod_json).unwrap().unwrap();
+        watch_event_encoded(&mut from_cache, "ADDED", &pod_enc.full).unwrap();
+        assert_eq!(from_cache, frame);
+        let unknown =
+            k8s_pb::apimachinery::pkg::runtime::Unknown::decode(&pod_enc.full[4..]).unwrap();
+        assert_eq!(&pod_enc.body()[..], unknown.raw.as_deref().unwrap());
 
         // unknown kinds are not encoded
         assert!(encode(&json!({"kind": "Widget", "apiVersion": "example.com/v1"})).is_none());
