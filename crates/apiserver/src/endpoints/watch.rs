@@ -102,12 +102,11 @@ impl Watcher {
             && !crate::registry::versions::converts(self.def)
         {
             if let Ok(Some(e)) = obj.protobuf() {
-                let mut out = Vec::with_capacity(e.full.len() + 32);
-                match crate::machinery::protobuf::encode::watch_event_encoded(
-                    &mut out, kind, &e.full,
-                ) {
-                    Ok(()) => b.extend_from_slice(&out),
-                    Err(e) => tracing::warn!(error = %e, "watch: object skipped"),
+                b.reserve(e.full.len() + 32);
+                if let Err(e) =
+                    crate::machinery::protobuf::encode::watch_event_encoded(b, kind, &e.full)
+                {
+                    tracing::warn!(error = %e, "watch: object skipped");
                 }
                 return;
             }

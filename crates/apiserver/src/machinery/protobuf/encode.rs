@@ -19,10 +19,11 @@
 //! known when its prefix is written: one pass over the value, no size pre-pass and no
 //! copies of nested messages; the buffer is reversed once at the end.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use base64::Engine as _;
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use serde_json::{Map, Value};
 
 use super::{lookup, schema, Card, Field, Ty, FLAG_INLINE, FLAG_PTR, MAGIC, MAX_DEPTH};
@@ -98,6 +99,10 @@ impl Encoded {
     pub fn body(&self) -> Bytes {
         self.full.slice(self.body_start..self.full.len() - 4)
     }
+
+    fn message(&self) -> &[u8] {
+        &self.full[self.body_start..self.full.len() - 4]
+    }
 }
 
 /// The protobuf answer of an object from its JSON (as [`encode`]), keeping where the
@@ -132,19 +137,21 @@ pub fn encode_object(json: &[u8]) -> Result<Option<Encoded>, String> {
 
 /// One watch event (the framing of [`watch_event`]) around an object's already encoded
 /// protobuf body (`Encoded::full`).
-pub fn watch_event_encoded(out: &mut Vec<u8>, event_type: &str, full: &[u8]) -> Result<(), String> {
-    let mut w = Rev::with_capacity(full.len() + 32);
-    // WatchEvent { type = 1; RawExtension object = 2 { bytes raw = 1 } }
-    w.message(2, |w| {
-        w.bytes_field(1, full);
-        Ok(())
-    })?;
-    w.bytes_field(1, event_type.as_bytes());
-    let Ok(len32) = u32::try_from(w.len()) else {
+pub fn watch_event_encoded(
+    out: &mut impl BufMut,
+    event_type: &str,
+    full: &[u8],
+) -> Result<(), String> {
+    // WatchEvent { type = 1; RawExtension object = 2 { bytes raw = 1 } }, front to back
+    let object_len = field_len(1, full.len());
+    let len = field_len(1, event_type.len()) + field_len(2, object_len);
+    let Ok(len32) = u32::try_from(len) else {
         return Err("protobuf: watch event too large".to_string());
     };
-    w.raw(&len32.to_be_bytes());
-    out.extend_from_slice(&w.finish());
+    out.put_slice(&len32.to_be_bytes());
+    put_field(out, 1, event_type.as_bytes());
+    put_key_len(out, 2, object_len);
+    put_field(out, 1, full);
     Ok(())
 }
 
@@ -186,47 +193,105 @@ pub fn encode_list(
     let (Ty::Msg(meta_index), Ty::Msg(item_index)) = (meta.ty, item.ty) else {
         return None;
     };
-    let size: usize = items
-        .iter()
-        .map(|i| match i {
-            ListItem::Json(j) => j.len() / 2,
-            ListItem::Encoded(_, e) => e.full.len(),
-        })
-        .sum();
-    let mut w = Rev::with_capacity(size + 64);
-    let body = |w: &mut Rev| -> Result<(), String> {
-        let write_items = |w: &mut Rev| -> Result<(), String> {
-            for it in items.iter().rev() {
-                if let ListItem::Encoded(_, e) = it {
-                    if e.index == item_index {
-                        w.bytes_field(item.num, &e.full[e.body_start..e.full.len() - 4]);
-                        continue;
-                    }
-                }
-                let v: Value = serde_json::from_slice(it.json())
-                    .map_err(|e| format!("protobuf: a list item is not JSON: {e}"))?;
+    // the items' messages: cached ones as they are, the others encoded here
+    let mut messages: Vec<Cow<'_, [u8]>> = Vec::with_capacity(items.len());
+    for it in items {
+        if let ListItem::Encoded(_, e) = it {
+            if e.index == item_index {
+                messages.push(Cow::Borrowed(e.message()));
+                continue;
+            }
+        }
+        let encoded = serde_json::from_slice::<Value>(it.json())
+            .map_err(|e| format!("protobuf: a list item is not JSON: {e}"))
+            .and_then(|v| {
                 let Value::Object(map) = v else {
                     return Err("protobuf: a list item is not an object".to_string());
                 };
-                w.message(item.num, |w| message(w, item_index, &map, 1))?;
-            }
-            Ok(())
-        };
-        let write_meta = |w: &mut Rev| -> Result<(), String> {
-            let empty = Map::new();
-            let map = metadata.as_object().unwrap_or(&empty);
-            w.message(meta.num, |w| message(w, meta_index, map, 1))
-        };
-        // back to front: the higher field number first
-        if item.num > meta.num {
-            write_items(w)?;
-            write_meta(w)
-        } else {
-            write_meta(w)?;
-            write_items(w)
+                let mut w = Rev::with_capacity(it.json().len() / 2);
+                message(&mut w, item_index, &map, 1)?;
+                Ok(w.finish())
+            });
+        match encoded {
+            Ok(m) => messages.push(Cow::Owned(m)),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    let empty = Map::new();
+    let mut w = Rev::with_capacity(256);
+    if let Err(e) = message(
+        &mut w,
+        meta_index,
+        metadata.as_object().unwrap_or(&empty),
+        1,
+    ) {
+        return Some(Err(e));
+    }
+    let meta_message = w.finish();
+    // then the list front to back (the items are not copied twice): the magic, the
+    // envelope (as `envelope_with` writes it) around the list's fields in number order
+    let items_len: usize = messages.iter().map(|m| field_len(item.num, m.len())).sum();
+    let body_len = field_len(meta.num, meta_message.len()) + items_len;
+    let type_meta_len = field_len(1, api_version.len()) + field_len(2, kind.len());
+    let total = MAGIC.len() + field_len(1, type_meta_len) + field_len(2, body_len) + 4;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(MAGIC);
+    put_key_len(&mut out, 1, type_meta_len);
+    put_field(&mut out, 1, api_version.as_bytes());
+    put_field(&mut out, 2, kind.as_bytes());
+    put_key_len(&mut out, 2, body_len);
+    let put_items = |out: &mut Vec<u8>| {
+        for m in &messages {
+            put_field(out, item.num, m);
         }
     };
-    Some(envelope_with(&mut w, api_version, kind, body).map(|()| w.finish()))
+    if meta.num < item.num {
+        put_field(&mut out, meta.num, &meta_message);
+        put_items(&mut out);
+    } else {
+        put_items(&mut out);
+        put_field(&mut out, meta.num, &meta_message);
+    }
+    put_field(&mut out, 3, b"");
+    put_field(&mut out, 4, b"");
+    debug_assert_eq!(out.len(), total);
+    Some(Ok(out))
+}
+
+/// Bytes of `v` as a varint.
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Bytes of a length-delimited field `num` of `n` bytes.
+fn field_len(num: u32, n: usize) -> usize {
+    varint_len((u64::from(num) << 3) | LEN) + varint_len(n as u64) + n
+}
+
+/// Append a varint (front to back).
+fn put_varint(out: &mut impl BufMut, mut v: u64) {
+    while v >= 0x80 {
+        out.put_u8((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.put_u8(v as u8);
+}
+
+/// Append the key and length of a length-delimited field `num` of `n` bytes.
+fn put_key_len(out: &mut impl BufMut, num: u32, n: usize) {
+    put_varint(out, (u64::from(num) << 3) | LEN);
+    put_varint(out, n as u64);
+}
+
+/// Append a length-delimited field.
+fn put_field(out: &mut impl BufMut, num: u32, b: &[u8]) {
+    put_key_len(out, num, b.len());
+    out.put_slice(b);
 }
 
 /// Write the envelope of `obj`; `false` when its kind is unknown.
