@@ -451,6 +451,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 store: store.clone(),
             }),
             Arc::new(move || weak.upgrade().map(|a| a.catalog())),
+            Some(api.auth.authorizer.clone()),
         )
     };
     let crd_controller = Arc::new(crd_controller::CrdController::default());

@@ -659,6 +659,45 @@ fn namespace_selectors_and_match_conditions_choose_requests() {
 }
 
 #[test]
+fn match_conditions_ask_the_authorizer() {
+    let hooks = Hooks::start(vec![
+        ("/may", deny("the writer may create")),
+        ("/never", deny("only for writers who may not create")),
+    ]);
+    let s = common::start();
+    namespace(&s, "z", json!({}));
+    // the request's user (the admin) may create what it creates: called
+    let mut may = webhook(
+        "may.example.com",
+        hooks.client_config("/may"),
+        configmap_rules(&["CREATE"]),
+    );
+    may["matchConditions"] = json!([{"name": "may-create",
+        "expression": "authorizer.requestResource.check('create').allowed()"}]);
+    // the same check negated (the test server allows everything): never called
+    let mut never = webhook(
+        "never.example.com",
+        hooks.client_config("/never"),
+        configmap_rules(&["CREATE"]),
+    );
+    never["matchConditions"] = json!([{"name": "may-not-create",
+        "expression": "!authorizer.group('').resource('configmaps').namespace('z').check('create').allowed()"}]);
+    validating(&s, "authz", vec![never, may]);
+    let (code, status) = post(
+        &s,
+        "/api/v1/namespaces/z/configmaps",
+        configmap("a", json!({})),
+    );
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"may.example.com\" denied the request: the writer may create"
+    );
+    assert_eq!(hooks.reviews("/may").len(), 1);
+    assert!(hooks.reviews("/never").is_empty());
+}
+
+#[test]
 fn v1beta1_reviews_and_delete_and_status_requests() {
     let hooks = Hooks::start(vec![
         ("/beta", deny("beta says no")),

@@ -440,22 +440,32 @@ impl<'a> Ctx<'a> {
         act.bind_json("request", request);
         act.bind_json("params", params.unwrap_or(&null));
         act.bind_json("namespaceObject", ns_obj);
-        let authorizer = self.server.authorizer.clone();
-        let user = self.attrs.user.clone();
-        let rr = crate::machinery::cel::Authz {
-            group: self.attrs.resource.group.to_string(),
-            resource: self.attrs.resource.plural.to_string(),
-            subresource: self.attrs.subresource.unwrap_or("").to_string(),
-            namespace: self.attrs.namespace.clone().unwrap_or_default(),
-            name: self.attrs.name.clone(),
-            ..Default::default()
-        };
-        act.bind_authorizer(
-            Box::new(move |c, verb| authorize(authorizer.as_deref(), user.as_deref(), c, verb)),
-            rr,
-        );
+        bind_authorizer(&mut act, self.server.authorizer.clone(), self.attrs);
         act
     }
+}
+
+/// Bind CEL's `authorizer` (checks for the request's user against `authorizer`) and
+/// `authorizer.requestResource` (the resource of `attrs`) in `act`: what admission
+/// policies and webhook `matchConditions` share.
+pub(crate) fn bind_authorizer(
+    act: &mut Activation,
+    authorizer: Option<Arc<dyn crate::auth::Authorizer>>,
+    attrs: &Attributes,
+) {
+    let user = attrs.user.clone();
+    let rr = crate::machinery::cel::Authz {
+        group: attrs.resource.group.to_string(),
+        resource: attrs.resource.plural.to_string(),
+        subresource: attrs.subresource.unwrap_or("").to_string(),
+        namespace: attrs.namespace.clone().unwrap_or_default(),
+        name: attrs.name.clone(),
+        ..Default::default()
+    };
+    act.bind_authorizer(
+        Box::new(move |c, verb| authorize(authorizer.as_deref(), user.as_deref(), c, verb)),
+        rr,
+    );
 }
 
 fn param_kind_string(api_version: &str, kind: &str) -> String {

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::admission::{Attributes, BoxFuture, Operation, Outcome, Plugin};
+use crate::machinery::cel::admission::{compile, Activation, Want};
 use crate::machinery::user::UserInfo;
 use crate::registry::catalog::{Catalog, ResourceDef};
 use crate::storage::store::Store;
@@ -40,6 +41,10 @@ use apimachinery::status::{qualify, ApiError, ApiResult};
 
 pub use client::ServiceResolver;
 use config::Hook;
+
+/// The variables of a webhook's `matchConditions` (upstream's `ValidateMatchCondition`:
+/// no `params`, `namespaceObject` or `variables`).
+const MATCH_CONDITION_VARS: &[&str] = &["object", "oldObject", "request", "authorizer"];
 
 /// The name of the mutating plugin.
 pub const MUTATING_PLUGIN: &str = "MutatingAdmissionWebhook";
@@ -54,6 +59,9 @@ pub type CatalogFn = Arc<dyn Fn() -> Option<Arc<Catalog>> + Send + Sync>;
 /// Service resolver and the catalogue.
 pub struct Webhooks {
     store: Arc<Store>,
+    /// The server's authorizer, for the `authorizer` variable of `matchConditions`
+    /// (`None`: every check allowed).
+    authorizer: Option<Arc<dyn crate::auth::Authorizer>>,
     mutating: config::Source,
     validating: config::Source,
     resolver: Arc<dyn ServiceResolver>,
@@ -66,8 +74,10 @@ impl Webhooks {
         store: Arc<Store>,
         resolver: Arc<dyn ServiceResolver>,
         catalog: CatalogFn,
+        authorizer: Option<Arc<dyn crate::auth::Authorizer>>,
     ) -> Arc<Webhooks> {
         Arc::new(Webhooks {
+            authorizer,
             mutating: config::Source::new(Arc::clone(&store), config::MUTATING, true),
             validating: config::Source::new(Arc::clone(&store), config::VALIDATING, false),
             store,
@@ -188,14 +198,20 @@ impl Webhooks {
             let request = request_value(attrs, target, None, None, "");
             let request = &request["request"];
             let null = Value::Null;
-            let vars = [
-                ("object", versioned.as_ref().unwrap_or(&null)),
-                ("oldObject", old.as_ref().unwrap_or(&null)),
-                ("request", request),
-            ];
+            let mut act = Activation::new();
+            act.bind_json("object", versioned.as_ref().unwrap_or(&null));
+            act.bind_json("oldObject", old.as_ref().unwrap_or(&null));
+            act.bind_json("request", request);
+            crate::admission::policy::bind_authorizer(&mut act, self.authorizer.clone(), attrs);
             let mut errors = Vec::new();
             for (name, expr) in &hook.match_conditions {
-                match crate::machinery::cel::eval_bool(expr, &vars) {
+                let result = compile(expr, MATCH_CONDITION_VARS, Want::Bool)
+                    .and_then(|p| act.eval(&p))
+                    .and_then(|v| match v {
+                        Value::Bool(b) => Ok(b),
+                        _ => Err("cel expression must evaluate to a bool".to_string()),
+                    });
+                match result {
                     Ok(false) => return Ok(None),
                     Ok(true) => {}
                     Err(e) => {

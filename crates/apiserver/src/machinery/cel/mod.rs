@@ -646,23 +646,3 @@ pub fn syntax_error(src: &str) -> Option<String> {
         .err()
         .map(|i| format!("compilation failed: {}", render_issues(src, &[i])))
 }
-
-/// Evaluates a boolean CEL `expression` with each of `vars` bound to a JSON value,
-/// dynamically typed (`null` for an absent value): what admission webhooks'
-/// `matchConditions` need (`object`, `oldObject`, `request`). `Err` carries a
-/// compilation or evaluation error; a non-boolean result is an error too.
-pub fn eval_bool(expression: &str, vars: &[(&str, &J)]) -> Result<bool, String> {
-    let tys: Vec<(String, Ty)> = vars.iter().map(|(n, _)| (n.to_string(), Ty::Dyn)).collect();
-    let e = compile_one(expression, &tys, false)?;
-    let vals = vars
-        .iter()
-        .map(|(n, v)| (n.to_string(), value::json_dyn(v)))
-        .collect();
-    let mut env = Env::new(vals, PER_CALL_LIMIT);
-    match eval::eval(&e, &mut env) {
-        Ok(Val::Bool(b)) => Ok(b),
-        Ok(Val::Err(e)) => Err(e.to_string()),
-        Ok(_) => Err("cel expression must evaluate to a bool".into()),
-        Err(e) => Err(e),
-    }
-}
