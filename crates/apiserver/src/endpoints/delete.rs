@@ -319,10 +319,7 @@ impl Api {
                 ))
             }
             // pods and objects that remain (finalizers, grace) answer with the object
-            _ => Ok(Reply::json_bytes(
-                StatusCode::OK,
-                crate::registry::versions::present(def, &obj)?,
-            )),
+            _ => Reply::presented(def, StatusCode::OK, &obj),
         }
     }
 

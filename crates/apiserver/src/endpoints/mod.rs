@@ -115,6 +115,23 @@ impl Reply {
         r
     }
 
+    /// A stored object as `def`'s version: the stored bytes (and their cached protobuf
+    /// encoding) when `def` is the stored version, else the converted object.
+    pub fn presented(
+        def: &'static crate::registry::catalog::ResourceDef,
+        status: StatusCode,
+        obj: &Arc<StoredObject>,
+    ) -> ApiResult<Reply> {
+        if crate::registry::versions::converts(def) {
+            Ok(Self::json_bytes(
+                status,
+                crate::registry::versions::present(def, obj)?,
+            ))
+        } else {
+            Ok(Self::stored(status, Arc::clone(obj)))
+        }
+    }
+
     /// A body already in Kubernetes protobuf.
     pub fn protobuf_bytes(status: StatusCode, bytes: Bytes) -> Reply {
         Reply {

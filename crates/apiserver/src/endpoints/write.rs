@@ -203,13 +203,10 @@ fn check_namespace(
 fn created_reply(
     def: &'static ResourceDef,
     status: StatusCode,
-    obj: &StoredObject,
+    obj: &Arc<StoredObject>,
     warnings: Vec<String>,
 ) -> ApiResult<Reply> {
-    Ok(
-        Reply::json_bytes(status, crate::registry::versions::present(def, obj)?)
-            .with_warnings(warnings),
-    )
+    Ok(Reply::presented(def, status, obj)?.with_warnings(warnings))
 }
 
 impl Api {
@@ -613,10 +610,7 @@ impl Api {
         let stored = self
             .store_update(target, opts, precondition, compute)
             .await?;
-        Ok(Reply::json_bytes(
-            StatusCode::OK,
-            crate::registry::versions::present(target.resource, &stored)?,
-        ))
+        Reply::presented(target.resource, StatusCode::OK, &stored)
     }
 
     /// The update itself: returns the stored (or, for deletes, the final) object.

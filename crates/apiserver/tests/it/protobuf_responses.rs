@@ -417,6 +417,9 @@ fn write_answers_and_errors_in_protobuf() {
         &pb("v1", "ConfigMap", &cm),
     );
     assert_eq!(a.code, 201);
+    // the answer is the stored version's encoding: what a GET of it answers
+    let get = call(&s, "GET", &format!("{cms}/c"), PROTOBUF, CLIENT_GO, b"");
+    assert_eq!(a.body, get.body);
     let got: core::ConfigMap = a.object("v1", "ConfigMap");
     let md = got.metadata.unwrap();
     assert!(md.uid.is_some_and(|u| !u.is_empty()));
@@ -435,6 +438,8 @@ fn write_answers_and_errors_in_protobuf() {
         &pb("v1", "ConfigMap", &upd),
     );
     assert_eq!(a.code, 200);
+    let get = call(&s, "GET", &format!("{cms}/c"), PROTOBUF, CLIENT_GO, b"");
+    assert_eq!(a.body, get.body);
     let got: core::ConfigMap = a.object("v1", "ConfigMap");
     assert_eq!(got.data["k"], "w");
 
