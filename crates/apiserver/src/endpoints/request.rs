@@ -350,7 +350,7 @@ pub enum FieldValidation {
 }
 
 /// Options of create, update, patch and delete.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
     /// `dryRun=All`.
     pub dry_run: bool,

@@ -664,10 +664,7 @@ impl Api {
         let key = object_key(target.namespace.as_deref(), &name);
         let dry = WriteOptions {
             dry_run: true,
-            field_validation: opts.field_validation,
-            field_manager: opts.field_manager.clone(),
-            force: opts.force,
-            applied: opts.applied,
+            ..opts.clone()
         };
         loop {
             let Some(current) = self.store.get(&def.storage_key(), &key) else {

@@ -14,4 +14,5 @@ pub mod protobuf;
 pub mod schema;
 pub mod ssa;
 pub mod structural;
+pub mod tls;
 pub mod user;

@@ -15,7 +15,6 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use base64::Engine as _;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -1100,12 +1099,11 @@ fn tls_config(
     ca_bundle: Option<&str>,
     insecure: bool,
 ) -> Result<Arc<rustls::ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
     if insecure {
-        let config = builder
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(apimachinery::tls::AcceptAnyServerCert(
                 provider,
@@ -1113,23 +1111,14 @@ fn tls_config(
             .with_no_client_auth();
         return Ok(Arc::new(config));
     }
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(b64) = ca_bundle.filter(|b| !b.is_empty()) {
-        let pem = base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .map_err(|e| format!("caBundle is not base64: {e}"))?;
-        let mut reader = std::io::Cursor::new(pem);
-        for cert in rustls_pemfile::certs(&mut reader) {
-            let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-            roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-        }
-    }
+    let roots = match ca_bundle.filter(|b| !b.is_empty()) {
+        Some(b64) => crate::machinery::tls::ca_bundle_roots(b64)?,
+        None => rustls::RootCertStore::empty(),
+    };
     if roots.is_empty() {
         return Err("x509: certificate signed by unknown authority (no caBundle)".into());
     }
-    Ok(Arc::new(
-        builder.with_root_certificates(roots).with_no_client_auth(),
-    ))
+    crate::machinery::tls::client_config(roots)
 }
 
 /// One request to `address` over TLS verified for `server_name`.

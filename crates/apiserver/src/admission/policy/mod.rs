@@ -486,14 +486,12 @@ fn authorize(
     let sa_user;
     let user = match &c.service_account {
         Some((ns, name)) => {
-            sa_user = crate::machinery::user::UserInfo::new(
-                format!("system:serviceaccount:{ns}:{name}"),
-                &[
-                    "system:serviceaccounts",
-                    &format!("system:serviceaccounts:{ns}"),
-                    "system:authenticated",
-                ],
-            );
+            use apimachinery::serviceaccount::claims::{make_group_names, make_username};
+            let mut u = crate::machinery::user::UserInfo::new(make_username(ns, name), &[]);
+            u.groups = make_group_names(ns);
+            u.groups
+                .push(crate::machinery::user::ALL_AUTHENTICATED.to_string());
+            sa_user = u;
             &sa_user
         }
         None => match user {

@@ -111,23 +111,12 @@ fn endpoint(
 }
 
 fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(pem) = ca_bundle {
-        let mut reader = std::io::Cursor::new(pem);
-        for cert in rustls_pemfile::certs(&mut reader) {
-            let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-            roots
-                .add(cert)
-                .map_err(|e| format!("unable to load root certificates: {e}"))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    let roots = match ca_bundle {
+        Some(pem) => crate::machinery::tls::roots_from_pem(pem)
+            .map_err(|e| format!("unable to load root certificates: {e}"))?,
+        None => rustls::RootCertStore::empty(),
+    };
+    crate::machinery::tls::client_config(roots)
 }
 
 /// Go's wording of a TLS failure.

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::admission::{Attributes, BoxFuture, Operation, Outcome, Plugin};
-use crate::machinery::cel::admission::{compile, Activation, Want};
+use crate::machinery::cel::admission::{with_program, Activation, Want};
 use crate::machinery::user::UserInfo;
 use crate::registry::catalog::{Catalog, ResourceDef};
 use crate::storage::store::Store;
@@ -205,8 +205,7 @@ impl Webhooks {
             crate::admission::policy::bind_authorizer(&mut act, self.authorizer.clone(), attrs);
             let mut errors = Vec::new();
             for (name, expr) in &hook.match_conditions {
-                let result = compile(expr, MATCH_CONDITION_VARS, Want::Bool)
-                    .and_then(|p| act.eval(&p))
+                let result = with_program(expr, MATCH_CONDITION_VARS, Want::Bool, |p| act.eval(p))
                     .and_then(|v| match v {
                         Value::Bool(b) => Ok(b),
                         _ => Err("cel expression must evaluate to a bool".to_string()),

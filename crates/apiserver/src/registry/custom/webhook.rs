@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
@@ -134,27 +133,14 @@ fn restore_metadata(original: &Value, mut converted: Value) -> Value {
 }
 
 fn tls_config(ca_bundle: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(b64) = ca_bundle {
-        let pem = base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .map_err(|e| format!("caBundle is not base64: {e}"))?;
-        let mut reader = std::io::Cursor::new(pem);
-        for cert in rustls_pemfile::certs(&mut reader) {
-            let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-            roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-        }
-    }
+    let roots = match ca_bundle {
+        Some(b64) => crate::machinery::tls::ca_bundle_roots(b64)?,
+        None => rustls::RootCertStore::empty(),
+    };
     if roots.is_empty() {
         return Err("no caBundle to verify the webhook's certificate with".into());
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    crate::machinery::tls::client_config(roots)
 }
 
 /// POST `body` to the webhook of `client_config` and parse the JSON answer.
