@@ -9,6 +9,7 @@ mod deployment;
 mod disruption;
 mod endpoint;
 mod endpointslice;
+mod faults;
 mod gc;
 mod job;
 mod namespace;

@@ -1,0 +1,1 @@
+//! Fault-injection scenarios (issue 21): see `mod.rs`.
