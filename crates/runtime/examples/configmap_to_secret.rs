@@ -40,6 +40,20 @@ async fn reconcile(client: Client, key: ObjectKey) -> ReconcileResult {
     Ok(Action::Done)
 }
 
+/// Add the controller to `mgr` (also what its fault-injection test runs: see
+/// `tests/it/faults.rs`).
+pub fn add_controller(mgr: &Manager) -> Result<(), manager::ManagerError> {
+    let selector = LabelSelector::from_match_labels([("mirror", "secret")]);
+    let client = mgr.client().clone();
+    let controller = ControllerBuilder::new(mgr.cache())
+        .named("configmap-to-secret")
+        .for_::<ConfigMap>()
+        .with_event_filter(predicate::label_selector(selector))
+        .owns::<Secret>()
+        .build(move |_ctx, key| reconcile(client.clone(), key));
+    mgr.add(controller)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -51,15 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..ManagerOptions::default()
     };
     let mgr = Manager::try_default(options).await?;
-    let selector = LabelSelector::from_match_labels([("mirror", "secret")]);
-    let client = mgr.client().clone();
-    let controller = ControllerBuilder::new(mgr.cache())
-        .named("configmap-to-secret")
-        .for_::<ConfigMap>()
-        .with_event_filter(predicate::label_selector(selector))
-        .owns::<Secret>()
-        .build(move |_ctx, key| reconcile(client.clone(), key));
-    mgr.add(controller)?;
+    add_controller(&mgr)?;
     let result = mgr.start(manager::shutdown_signal()).await;
     std::process::exit(manager::exit_code(&result));
 }

@@ -20,6 +20,7 @@ pub mod discovery;
 #[cfg(feature = "envtest")]
 pub mod envtest;
 pub mod events;
+pub mod fault;
 pub mod finalizer;
 pub mod handler;
 pub mod healthz;
@@ -29,6 +30,8 @@ pub mod metrics;
 pub mod object;
 pub mod predicate;
 pub mod serving;
+#[cfg(feature = "envtest")]
+pub mod testing;
 pub mod webhook;
 pub mod workqueue;
 

@@ -7,6 +7,7 @@ mod controller;
 mod custom_resource;
 mod envtest;
 mod events;
+mod faults;
 mod helpers;
 mod informer;
 mod leaderelection;
