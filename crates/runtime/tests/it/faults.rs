@@ -43,7 +43,54 @@ fn secret_data(s: &Secret) -> BTreeMap<String, String> {
 /// The example controller under the harness: the test is the scenario, one call runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_controller_passes_the_systematic_fault_plans() {
-    let scenario = Scenario::new("configmap-to-secret")
+    let summary = check(&example_scenario()).await;
+    assert!(
+        summary.writes >= 4,
+        "the example wrote {} times",
+        summary.writes
+    );
+}
+
+/// The faults that restart processes do: a crash starts a fresh process, a stale crash
+/// makes its informers list at the old version, a leadership move hands over to the
+/// standby and restarts the old leader as a new standby.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crashes_stale_restarts_and_leadership_moves_happen() {
+    let scenario = example_scenario();
+    let crash = testing::run(&scenario, &"crash@2".parse().expect("plan")).await;
+    assert_eq!(crash.failure, None, "{:?}", crash.injected);
+    assert_eq!(crash.incarnations, 2, "{:?}", crash.injected);
+    let stale = testing::run(&scenario, &"crash-stale@2".parse().expect("plan")).await;
+    assert_eq!(stale.failure, None, "{:?}", stale.injected);
+    assert!(
+        stale
+            .injected
+            .iter()
+            .any(|l| l.starts_with("stale list of /api/v1/secrets at")),
+        "{:?}",
+        stale.injected
+    );
+    let moved = testing::run(&scenario, &"leader-move@2".parse().expect("plan")).await;
+    assert_eq!(moved.failure, None, "{:?}", moved.injected);
+    assert_eq!(
+        moved.incarnations, 3,
+        "two replicas and the old leader restarted: {:?}",
+        moved.injected
+    );
+    let dropped = testing::run(&scenario, &"drop@1".parse().expect("plan")).await;
+    assert_eq!(dropped.failure, None, "{:?}", dropped.injected);
+    assert!(
+        dropped
+            .injected
+            .iter()
+            .any(|l| l.starts_with("dropped the watch event of /api/v1/secrets/")),
+        "{:?}",
+        dropped.injected
+    );
+}
+
+fn example_scenario() -> Scenario {
+    Scenario::new("configmap-to-secret")
         .controllers(|mgr| Ok(example::add_controller(mgr)?))
         .observe::<ConfigMap>()
         .observe::<Secret>()
@@ -129,13 +176,7 @@ async fn the_example_controller_passes_the_systematic_fault_plans() {
                 }
             }
             Ok(())
-        });
-    let summary = check(&scenario).await;
-    assert!(
-        summary.writes >= 4,
-        "the example wrote {} times",
-        summary.writes
-    );
+        })
 }
 
 /// How many children a parent wants: its `fanout` label.
