@@ -4,7 +4,10 @@
 //! that every reader and controller in the process shares. The workqueue, controllers,
 //! builder and manager build on it (see `ARCHITECTURE.md` at the repository root for the
 //! whole picture). With the `envtest` feature, the `envtest` module starts the embedded API
-//! server in-process for tests. Label selectors, field errors, quantities and Go durations
+//! server in-process for tests, and the `testing` module runs controllers on it under
+//! seeded fault plans ([`fault`]: refused and lost writes, crashes, stale restarts, late
+//! or dropped watch events, leadership moves) with their invariants checked on every
+//! change. Label selectors, field errors, quantities and Go durations
 //! come from [`apimachinery`], re-exported here.
 
 #![forbid(unsafe_code)]

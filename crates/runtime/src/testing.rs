@@ -24,6 +24,10 @@
 //! # }
 //! ```
 //!
+//! The runtime's own example controller runs so in `tests/it/faults.rs` (with a broken
+//! controller the harness catches); the built-in controllers' scenarios are in
+//! `crates/controllers/tests/it/faults/`.
+//!
 //! Environment: `COXSWAIN_FAULT_SEED` (default 1), `COXSWAIN_FAULT_STEPS` (`all`, or how
 //! many steps per fault kind, default 2), `COXSWAIN_FAULT_RANDOM` (random plans, default
 //! 0), `COXSWAIN_FAULT_PLAN` (replay only this plan, e.g. `crash@3,delay@5`).
