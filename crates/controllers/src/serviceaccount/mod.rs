@@ -186,7 +186,9 @@ impl Reconciler for ServiceAccountsReconciler {
             };
             match self.client.create(&account).await {
                 Ok(_) => tracing::debug!(namespace = name, account = sa, "created service account"),
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                // upstream `IsAlreadyExists`: a 409 for another reason (a Conflict)
+                // is a failure and retried, or the account would never be created
+                Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => {}
                 Err(e) if namespace_terminating_error(&e) => {}
                 Err(e) => failures.push(format!("creating service account {name}/{sa}: {e}")),
             }
