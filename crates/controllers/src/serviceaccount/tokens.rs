@@ -18,9 +18,13 @@
 //!   UID annotations set; a deleted token Secret is removed from its account's
 //!   `secrets` list (retried on conflicts with upstream's `RemoveTokenBackoff`).
 //!
-//! Retries are upstream's: conflicts and NotFound answers are not retried (an event
-//! follows), other API failures are requeued with backoff at most ten times
-//! (`MaxRetries`), failures to read the cache or to sign are not.
+//! Retries are upstream's, but for conflicts: NotFound answers are not retried, other
+//! API failures are requeued with backoff at most ten times (`MaxRetries`), failures to
+//! read the cache or to sign are not. Upstream does not retry a 409 either, trusting that
+//! whoever changed the Secret causes an event; a 409 nobody else caused (an admission
+//! webhook's, or a refused write under the fault harness) then leaves the token unfilled
+//! or the orphan undeleted for good, so a conflict is retried here: the next sync reads
+//! the Secret again and skips it while the cache is behind.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -173,9 +177,10 @@ fn uid_matches(want: &str, have: Option<&str>) -> bool {
     want.is_empty() || Some(want) == have
 }
 
-/// Does a failed call warrant a retry (everything but NotFound and Conflict)?
+/// Does a failed call warrant a retry (everything but NotFound: see the module's note on
+/// conflicts)?
 fn retriable(e: &kube::Error) -> bool {
-    !matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 409)
+    !is_not_found(e)
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
