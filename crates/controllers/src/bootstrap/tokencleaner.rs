@@ -3,7 +3,8 @@
 //!
 //! Bootstrap token Secrets (type `bootstrap.kubernetes.io/token`) in `kube-system` are
 //! deleted once their `expiration` has passed (an unparsable one counts as passed), with
-//! the Secret's UID as precondition; one that expires later is looked at again then.
+//! the Secret's UID as precondition; one that expires later is looked at again then. A
+//! refused deletion (409) is looked at again too, where upstream drops it.
 
 use std::sync::Arc;
 
@@ -115,8 +116,13 @@ impl Reconciler for TokenCleanerReconciler {
             .await
         {
             Ok(_) => Ok(Action::Done),
-            // already gone, or replaced by another Secret of that name
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Action::Done),
+            // already gone
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Action::Done),
+            // replaced by another Secret of that name (the UID precondition), as upstream
+            // assumes, whose own event brings it here; but a 409 nobody else caused (an
+            // admission webhook's, a refused write under the fault harness) would leave
+            // the expired token for good: look at the cache again
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Action::Requeue),
             Err(e) => Err(ReconcileError::from(e).context("deleting an expired bootstrap token")),
         }
     }
