@@ -6,7 +6,7 @@
 //! `{"ca.crt": <the cluster CA bundle, PEM>}` and whose `kubernetes.io/description`
 //! annotation says what it is for. The request is a namespace (cluster-scoped key); it is
 //! synced when the namespace is added, when it is updated while `Active`, and when its
-//! `kube-root-ca.crt` is updated or deleted. A missing ConfigMap is created (not in a
+//! `kube-root-ca.crt` is added (upstream: not), updated or deleted. A missing ConfigMap is created (not in a
 //! missing or terminating namespace), one with other data or no description is
 //! corrected with an update on its resourceVersion. One worker, as upstream.
 //!
@@ -125,10 +125,11 @@ pub fn new_controller(
     manager: &impl ClusterAccess,
     root_ca: String,
 ) -> Controller<PublisherReconciler> {
+    // upstream reacts to updates and deletes only (namespace events cover creations);
+    // additions count too here: after a relist (a watch that expired) a copy changed
+    // meanwhile arrives as an addition, and would stay wrong until the next resync
     let ours: BoxPredicate<ConfigMap> = std::sync::Arc::new(|c: &Change<ConfigMap>| match c {
-        // upstream reacts to updates and deletes only; namespace events cover the rest
-        Change::Added(_) => false,
-        Change::Updated { new: cm, .. } | Change::Deleted(cm) => {
+        Change::Added(cm) | Change::Updated { new: cm, .. } | Change::Deleted(cm) => {
             cm.metadata.name.as_deref() == Some(CONFIG_MAP_NAME)
         }
     });

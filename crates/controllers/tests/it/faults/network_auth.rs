@@ -452,10 +452,13 @@ fn db_endpoints(name: &str, ready: &[&str], not_ready: &[&str], skip: bool) -> E
     }))
 }
 
+/// (address, ready) pairs.
+type Addresses = Vec<(String, bool)>;
+
 /// What the workload last wrote to each hand-written Endpoints (`None`: deleted).
 #[derive(Default)]
 struct MirrorState {
-    written: Mutex<BTreeMap<String, Option<Vec<(String, bool)>>>>,
+    written: Mutex<BTreeMap<String, Option<Addresses>>>,
 }
 
 fn endpointslicemirroring_scenario() -> Scenario {
@@ -1935,6 +1938,19 @@ async fn token_cleaner_regression_conflict_at_1() {
         token_cleaner_scenario(),
         "conflict@1",
         "DELETE /api/v1/namespaces/kube-system/secrets/",
+    )
+    .await;
+}
+
+/// The publisher's own ConfigMap's watch event dropped, then the copy tampered with
+/// before the relist: the relist brings it as an addition, which the publisher ignored
+/// (as upstream, until a resync hours later), so it stayed wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rootcacertpublisher_regression_drop_at_2() {
+    replay(
+        rootcacertpublisher_scenario(),
+        "drop@2",
+        "POST /api/v1/namespaces/faults/configmaps",
     )
     .await;
 }
