@@ -476,6 +476,16 @@ fn endpointslicemirroring_scenario() -> Scenario {
                 for name in ["db", "old", "skipped"] {
                     create_service(&w, name, None).await?;
                 }
+                // a Service with a selector: its Endpoints are the endpoints controller's
+                // (not running here), never mirrored
+                create_service(&w, "selected", Some(json!({"app": "web"}))).await?;
+                endpoints
+                    .create(
+                        &PostParams::default(),
+                        &db_endpoints("selected", &["10.5.0.1"], &[], false),
+                    )
+                    .await
+                    .map_err(err)?;
                 let state = w.state::<MirrorState>();
                 let record = |name: &str, e: Option<&Endpoints>| {
                     let mut m = state.written.lock().unwrap_or_else(|e| e.into_inner());
@@ -532,12 +542,14 @@ fn endpointslicemirroring_scenario() -> Scenario {
             }
             .boxed()
         })
-        // Endpoints labelled skip-mirror are never mirrored
-        .invariant(Invariant::new("skip-mirror respected", |w| {
-            let n = managed_slices(w, "skipped", MIRRORING_CONTROLLER).len();
-            ensure(n == 0, || {
-                format!("{n} slices mirror a skip-mirror Endpoints")
-            })
+        // Endpoints labelled skip-mirror, or of a Service with a selector, are never
+        // mirrored
+        .invariant(Invariant::new("skip-mirror and selectors respected", |w| {
+            for name in ["skipped", "selected"] {
+                let n = managed_slices(w, name, MIRRORING_CONTROLLER).len();
+                ensure(n == 0, || format!("{n} slices mirror Endpoints {name}"))?;
+            }
+            Ok(())
         }))
         // a mirrored address is one the user wrote at some point
         .invariant(Invariant::new("only written addresses mirrored", |w| {
@@ -1583,11 +1595,20 @@ fn base64_of(b: &[u8]) -> String {
 }
 
 async fn approve(w: &World, name: &str) -> Res {
+    decide(w, name, "Approved").await
+}
+
+/// Adds the condition `ty` (`Approved` or `Denied`) through the approval subresource.
+async fn decide(w: &World, name: &str, ty: &str) -> Res {
     let api = Api::<CertificateSigningRequest>::all(w.client());
     let mut c = api.get(name).await.map_err(err)?;
-    c.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new).push(
-        object(json!({"type": "Approved", "status": "True", "reason": "Test", "message": "approved by the test"})),
-    );
+    c.status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(object(
+            json!({"type": ty, "status": "True", "reason": "Test", "message": "decided by the test"}),
+        ));
     api.replace_subresource("approval", name, &PostParams::default(), &c)
         .await
         .map_err(err)?;
@@ -1681,6 +1702,18 @@ fn csrsigning_scenario() -> Scenario {
                     .map_err(err)?;
                 approve(&w, "alice").await?;
                 approve(&w, "carol").await?;
+                api.create(
+                    &pp,
+                    &csr(
+                        "dave",
+                        certificates::KUBE_APISERVER_CLIENT,
+                        "dave",
+                        &["dev"],
+                    ),
+                )
+                .await
+                .map_err(err)?;
+                decide(&w, "dave", "Denied").await?;
                 w.wait("alice issued", |w| {
                     let c = w
                         .get::<CertificateSigningRequest>("alice")
@@ -1728,12 +1761,14 @@ fn csrsigning_scenario() -> Scenario {
                     || format!("{name} failed"),
                 )?;
             }
-            let carol = w
-                .get::<CertificateSigningRequest>("carol")
-                .ok_or("missing carol")?;
-            ensure(certificate_of(&carol).is_none(), || {
-                "carol issued".to_string()
-            })
+            // another signer's request, and a denied one, stay unsigned
+            for name in ["carol", "dave"] {
+                let c = w
+                    .get::<CertificateSigningRequest>(name)
+                    .ok_or_else(|| format!("missing {name}"))?;
+                ensure(certificate_of(&c).is_none(), || format!("{name} issued"))?;
+            }
+            Ok(())
         })
 }
 
