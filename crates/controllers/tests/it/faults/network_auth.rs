@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Endpoints, Namespace, Node, Pod, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use serde::de::DeserializeOwned;
@@ -255,6 +255,7 @@ fn endpoints_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_under_faults() {
+    crate::common::logs();
     check(&endpoints_scenario()).await;
 }
 
@@ -436,6 +437,7 @@ fn endpointslice_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpointslice_under_faults() {
+    crate::common::logs();
     check(&endpointslice_scenario()).await;
 }
 
@@ -623,6 +625,7 @@ fn endpointslicemirroring_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpointslicemirroring_under_faults() {
+    crate::common::logs();
     check(&endpointslicemirroring_scenario()).await;
 }
 
@@ -707,6 +710,7 @@ fn serviceaccount_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serviceaccount_under_faults() {
+    crate::common::logs();
     check(&serviceaccount_scenario()).await;
 }
 
@@ -866,6 +870,7 @@ fn serviceaccount_token_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serviceaccount_token_under_faults() {
+    crate::common::logs();
     check(&serviceaccount_token_scenario()).await;
 }
 
@@ -1029,6 +1034,7 @@ fn legacy_token_cleaner_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_serviceaccount_token_cleaner_under_faults() {
+    crate::common::logs();
     check(&legacy_token_cleaner_scenario()).await;
 }
 
@@ -1144,6 +1150,7 @@ fn rootcacertpublisher_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rootcacertpublisher_under_faults() {
+    crate::common::logs();
     check(&rootcacertpublisher_scenario()).await;
 }
 
@@ -1330,6 +1337,7 @@ fn aggregated_rules(role: &ClusterRole, roles: &[Arc<ClusterRole>]) -> Option<Ve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clusterroleaggregation_under_faults() {
+    crate::common::logs();
     check(&clusterroleaggregation_scenario()).await;
 }
 
@@ -1464,6 +1472,7 @@ fn bootstrap_signer_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_signer_under_faults() {
+    crate::common::logs();
     check(&bootstrap_signer_scenario()).await;
 }
 
@@ -1549,6 +1558,7 @@ fn token_cleaner_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_cleaner_under_faults() {
+    crate::common::logs();
     check(&token_cleaner_scenario()).await;
 }
 
@@ -1774,6 +1784,7 @@ fn csrsigning_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csrsigning_under_faults() {
+    crate::common::logs();
     check(&csrsigning_scenario()).await;
 }
 
@@ -1781,8 +1792,59 @@ fn csrapproving_scenario() -> Scenario {
     Scenario::new("csrapproving")
         .controllers(builtin(vec![certificates::approver::descriptor()]))
         .observe::<CertificateSigningRequest>()
+        // mallory may create requests, not node client ones
+        .setup(|w: World| {
+            async move {
+                let pp = PostParams::default();
+                Api::<ClusterRole>::all(w.client())
+                    .create(
+                        &pp,
+                        &object(json!({
+                            "metadata": {"name": "csr-requester"},
+                            "rules": [{"apiGroups": ["certificates.k8s.io"],
+                                "resources": ["certificatesigningrequests"],
+                                "verbs": ["create", "get"]}],
+                        })),
+                    )
+                    .await
+                    .map_err(err)?;
+                Api::<ClusterRoleBinding>::all(w.client())
+                    .create(
+                        &pp,
+                        &object(json!({
+                            "metadata": {"name": "csr-requester"},
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                "kind": "ClusterRole", "name": "csr-requester"},
+                            "subjects": [{"apiGroup": "rbac.authorization.k8s.io",
+                                "kind": "User", "name": "mallory"}],
+                        })),
+                    )
+                    .await
+                    .map_err(err)?;
+                Ok(())
+            }
+            .boxed()
+        })
         .workload(|w: World| {
             async move {
+                // a node client request by a user the SubjectAccessReview refuses
+                let request = csr(
+                    "mallory",
+                    certificates::KUBE_APISERVER_CLIENT_KUBELET,
+                    "system:node:n3",
+                    &["system:nodes"],
+                );
+                let req =
+                    http::Request::post("/apis/certificates.k8s.io/v1/certificatesigningrequests")
+                        .header("Content-Type", "application/json")
+                        .header("Impersonate-User", "mallory")
+                        .body(serde_json::to_vec(&request).map_err(err)?)
+                        .map_err(err)?;
+                let created: CertificateSigningRequest =
+                    w.client().request(req).await.map_err(err)?;
+                ensure(created.spec.username.as_deref() == Some("mallory"), || {
+                    format!("requested as {:?}", created.spec.username)
+                })?;
                 let api = Api::<CertificateSigningRequest>::all(w.client());
                 let pp = PostParams::default();
                 // kubelet client requests (the admin may create nodeclient requests)
@@ -1821,10 +1883,8 @@ fn csrapproving_scenario() -> Scenario {
                 for c in w.list::<CertificateSigningRequest>() {
                     let name = name_of(c.as_ref());
                     ensure(approvals(&c) <= 1, || format!("{name} approved twice"))?;
-                    if name == "user" {
-                        ensure(approvals(&c) == 0, || {
-                            "a non-kubelet request approved".to_string()
-                        })?;
+                    if name == "user" || name == "mallory" {
+                        ensure(approvals(&c) == 0, || format!("{name}'s request approved"))?;
                     }
                 }
                 Ok(())
@@ -1846,6 +1906,7 @@ fn csrapproving_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csrapproving_under_faults() {
+    crate::common::logs();
     check(&csrapproving_scenario()).await;
 }
 
@@ -1932,6 +1993,7 @@ fn csrcleaner_scenario() -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn csrcleaner_under_faults() {
+    crate::common::logs();
     check(&csrcleaner_scenario()).await;
 }
 
@@ -1954,6 +2016,7 @@ async fn replay(scenario: Scenario, plan: &str, request: &str) {
 /// success: the account was never created (upstream retries all but `AlreadyExists`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serviceaccount_regression_conflict_at_1() {
+    crate::common::logs();
     replay(serviceaccount_scenario(), "conflict@1", "/serviceaccounts").await;
 }
 
@@ -1961,6 +2024,7 @@ async fn serviceaccount_regression_conflict_at_1() {
 /// that a refusal nobody else caused never brings): the token stayed empty.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serviceaccount_token_regression_conflict_at_1() {
+    crate::common::logs();
     replay(
         serviceaccount_token_scenario(),
         "conflict@1",
@@ -1972,6 +2036,7 @@ async fn serviceaccount_token_regression_conflict_at_1() {
 /// A refused deletion of an expired bootstrap token was dropped: the token stayed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_cleaner_regression_conflict_at_1() {
+    crate::common::logs();
     replay(
         token_cleaner_scenario(),
         "conflict@1",
@@ -1985,6 +2050,7 @@ async fn token_cleaner_regression_conflict_at_1() {
 /// (as upstream, until a resync hours later), so it stayed wrong.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rootcacertpublisher_regression_drop_at_2() {
+    crate::common::logs();
     replay(
         rootcacertpublisher_scenario(),
         "drop@2",
