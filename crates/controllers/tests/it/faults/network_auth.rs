@@ -714,17 +714,11 @@ async fn serviceaccount_under_faults() {
     check(&serviceaccount_scenario()).await;
 }
 
-/// The key file the token controller signs with, written once per test process.
-fn token_key_file() -> &'static std::path::PathBuf {
-    static KEY: OnceLock<std::path::PathBuf> = OnceLock::new();
-    KEY.get_or_init(|| {
-        let key = apimachinery::serviceaccount::SigningKey::generate().expect("a key");
-        let dir = std::env::temp_dir().join(format!("coxswain-faults-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let path = dir.join("sa.key");
-        std::fs::write(&path, key.to_pem()).expect("key written");
-        path
-    })
+/// The key the token controller signs with, made once per test process (upstream reads
+/// it from `--service-account-private-key-file`).
+fn token_key() -> &'static apimachinery::serviceaccount::SigningKey {
+    static KEY: OnceLock<apimachinery::serviceaccount::SigningKey> = OnceLock::new();
+    KEY.get_or_init(|| apimachinery::serviceaccount::SigningKey::generate().expect("a key"))
 }
 
 const ROOT_CA: &[u8] = b"CA Data";
@@ -737,7 +731,17 @@ fn token_controller() -> Descriptor {
         aliases: &[],
         disabled_by_default: false,
         constructor: |ctx| {
-            let generator = serviceaccount::token_generator_from_key_file(token_key_file())?;
+            let generator: serviceaccount::tokens::TokenGenerator =
+                Arc::new(|sa: &ServiceAccount, secret: &Secret| {
+                    apimachinery::serviceaccount::sign_legacy(
+                        token_key(),
+                        sa.metadata.namespace.as_deref().unwrap_or(""),
+                        sa.metadata.name.as_deref().unwrap_or(""),
+                        sa.metadata.uid.as_deref().unwrap_or(""),
+                        secret.metadata.name.as_deref().unwrap_or(""),
+                    )
+                    .map_err(|e| e.to_string())
+                });
             Ok(Some(Box::new(serviceaccount::tokens::tokens_controller(
                 ctx.manager.cache(),
                 ctx.manager.kube_client().clone(),
@@ -842,9 +846,17 @@ fn serviceaccount_token_scenario() -> Scenario {
             let s = w
                 .get::<Secret>("keeper-token")
                 .ok_or("keeper-token deleted")?;
+            let token = secret_data(&s, "token").ok_or("keeper-token has no token")?;
+            let token = String::from_utf8(token).map_err(err)?;
+            apimachinery::serviceaccount::jwt::parse(&token)
+                .map_err(err)?
+                .verify(&[token_key().public_key()])
+                .map_err(err)?;
+            let claims =
+                apimachinery::serviceaccount::jwt::unverified_claims(&token).ok_or("no claims")?;
             ensure(
-                secret_data(&s, "token").is_some_and(|t| !t.is_empty()),
-                || "keeper-token has no token".to_string(),
+                claims["sub"] == "system:serviceaccount:faults:keeper",
+                || format!("keeper-token for {}", claims["sub"]),
             )?;
             ensure(
                 secret_data(&s, "ca.crt").as_deref() == Some(ROOT_CA),
