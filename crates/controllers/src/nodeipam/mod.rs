@@ -5,8 +5,8 @@
 //! of `--node-cidr-mask-size` (`/24` for IPv4, `/64` for IPv6 by default; the per-family
 //! `--node-cidr-mask-size-ipv4`/`-ipv6` for dual stack) from each `--cluster-cidr`
 //! (comma separated, at most one per IP family), skipping the blocks that overlap
-//! `--service-cluster-ip-range`. The blocks nodes already hold are recorded before any
-//! allocation (an allocation outside the cluster CIDRs stops the controller, as
+//! `--service-cluster-ip-range`. The blocks nodes already hold are recorded (from a live
+//! list, as upstream's quorum read) before any allocation (an allocation outside the cluster CIDRs stops the controller, as
 //! upstream), and a node's blocks are freed when it is deleted. When the range is
 //! exhausted the node gets the Warning event `CIDRNotAvailable` ("Node n status is now:
 //! CIDRNotAvailable") and is retried with backoff; a patch that keeps failing gives
@@ -21,6 +21,7 @@
 pub mod cidrset;
 
 use crate::clientbuilder::ClusterAccess;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -33,7 +34,7 @@ use coxswain_runtime::handler::{Funcs, Requests};
 use coxswain_runtime::manager::{runnable, BoxError, Runnable};
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::Api;
 use serde_json::json;
 
@@ -227,10 +228,16 @@ fn node_name(node: &Node) -> &str {
     node.metadata.name.as_deref().unwrap_or_default()
 }
 
-/// The blocks of every cluster CIDR (upstream `rangeAllocator` without its I/O).
+/// The blocks of every cluster CIDR (upstream `rangeAllocator` without its I/O), and
+/// which node holds which blocks as far as this process knows.
 #[derive(Debug, Clone)]
 pub struct RangeAllocator {
     sets: Vec<CidrSet>,
+    /// The blocks each node (by name) was seen with or given by this process: a node
+    /// deleted while the cache still shows it without its blocks (the watch event of
+    /// the patch that gave them was missed and the deletion came with the relist) gives
+    /// them back all the same, where upstream leaks them until a restart.
+    held: BTreeMap<String, Vec<Cidr>>,
 }
 
 impl RangeAllocator {
@@ -241,7 +248,10 @@ impl RangeAllocator {
         for (c, mask) in params.cluster_cidrs.iter().zip(&params.node_mask_sizes) {
             sets.push(CidrSet::new(*c, *mask).map_err(|e| e.to_string())?);
         }
-        let mut r = RangeAllocator { sets };
+        let mut r = RangeAllocator {
+            sets,
+            held: BTreeMap::new(),
+        };
         for service in &params.service_cidrs {
             for set in &mut r.sets {
                 if set.cluster().overlaps(service) {
@@ -262,6 +272,7 @@ impl RangeAllocator {
     /// Mark `node`'s blocks taken (upstream `occupyCIDRs`).
     pub fn occupy(&mut self, node: &Node) -> Result<(), String> {
         let name = node_name(node);
+        let mut held = Vec::new();
         for (idx, s) in pod_cidrs(node).iter().enumerate() {
             let cidr =
                 Cidr::parse(s).map_err(|_| format!("failed to parse node {name}, CIDR {s}"))?;
@@ -273,21 +284,40 @@ impl RangeAllocator {
                     "failed to mark cidr[{cidr}] at idx [{idx}] as occupied for node: {name}: {e}"
                 )
             })?;
+            held.push(cidr);
+        }
+        if !held.is_empty() {
+            self.held.insert(name.to_string(), held);
         }
         Ok(())
     }
 
-    /// Free `node`'s blocks (upstream `ReleaseCIDR`).
+    /// Record that node `name` was given `cidrs` (its patch went through).
+    pub fn assigned(&mut self, name: &str, cidrs: &[Cidr]) {
+        self.held.insert(name.to_string(), cidrs.to_vec());
+    }
+
+    /// Free `node`'s blocks (upstream `ReleaseCIDR`), and those this process knows it
+    /// held.
     pub fn release_node(&mut self, node: &Node) -> Result<(), String> {
         let name = node_name(node);
-        for (idx, s) in pod_cidrs(node).iter().enumerate() {
-            let cidr = Cidr::parse(s)
-                .map_err(|e| format!("failed to parse CIDR {s} on Node {name}: {e}"))?;
+        let known = self.held.remove(name).unwrap_or_default();
+        let mut cidrs = Vec::new();
+        for s in pod_cidrs(node) {
+            cidrs.push(
+                Cidr::parse(s)
+                    .map_err(|e| format!("failed to parse CIDR {s} on Node {name}: {e}"))?,
+            );
+        }
+        if cidrs.is_empty() {
+            cidrs = known;
+        }
+        for (idx, cidr) in cidrs.iter().enumerate() {
             let Some(set) = self.sets.get_mut(idx) else {
-                return Err(format!("node:{name} has an allocated cidr: {s} at index:{idx} that does not exist in cluster cidrs configuration"));
+                return Err(format!("node:{name} has an allocated cidr: {cidr} at index:{idx} that does not exist in cluster cidrs configuration"));
             };
-            set.release(&cidr)
-                .map_err(|e| format!("error when releasing CIDR {s}: {e}"))?;
+            set.release(cidr)
+                .map_err(|e| format!("error when releasing CIDR {cidr}: {e}"))?;
         }
         Ok(())
     }
@@ -369,6 +399,7 @@ impl IpamReconciler {
         };
         let current = pod_cidrs(&node);
         if current == strings.as_slice() {
+            lock(&self.allocator).assigned(name, &cidrs);
             return Ok(Action::Done);
         }
         if !current.is_empty() {
@@ -385,6 +416,7 @@ impl IpamReconciler {
             "spec": {"podCIDR": strings[0], "podCIDRs": strings},
         });
         let mut last = None;
+        let mut maybe_applied = false;
         for _ in 0..UPDATE_RETRIES {
             match api
                 .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
@@ -392,17 +424,31 @@ impl IpamReconciler {
             {
                 Ok(_) => {
                     tracing::info!(node = name, pod_cidrs = ?strings, "set node PodCIDR");
+                    lock(&self.allocator).assigned(name, &cidrs);
                     return Ok(Action::Done);
                 }
-                Err(e) => last = Some(e),
+                Err(e) => {
+                    // a server timeout may have gone through: the retries then conflict
+                    // on the resourceVersion it changed
+                    maybe_applied |= matches!(&e, kube::Error::Api(s) if s.code == 504);
+                    last = Some(e);
+                }
             }
         }
         let e = last.expect("at least one attempt");
+        if maybe_applied {
+            if let Ok(now) = api.get(name).await {
+                if pod_cidrs(&now) == strings.as_slice() {
+                    tracing::info!(node = name, pod_cidrs = ?strings, "set node PodCIDR");
+                    lock(&self.allocator).assigned(name, &cidrs);
+                    return Ok(Action::Done);
+                }
+            }
+        }
         tracing::error!(node = name, error = %e, "failed to update node PodCIDR after multiple attempts");
         record_node_status_change(&self.recorder, &node, "CIDRAssignmentFailed");
         // as upstream: a server timeout may have gone through, keep the blocks then
-        let timeout = matches!(&e, kube::Error::Api(s) if s.code == 504);
-        if !timeout {
+        if !maybe_applied {
             lock(&self.allocator).release(&cidrs);
         }
         Err(ReconcileError::from(e).context("setting the node's pod CIDRs"))
@@ -457,6 +503,7 @@ pub fn node_ipam_controller(mgr: &impl ClusterAccess, allocator: RangeAllocator)
     let nodes = mgr.cache().informer::<Node>();
     let store = nodes.store().clone();
     let client = mgr.kube_client().clone();
+    let list_client = client.clone();
     let recorder = mgr.event_recorder(EVENT_SOURCE);
     let allocator: Shared = Arc::new(Mutex::new(allocator));
     let reconciler = IpamReconciler {
@@ -475,11 +522,18 @@ pub fn node_ipam_controller(mgr: &impl ClusterAccess, allocator: RangeAllocator)
             _ = nodes.wait_for_sync() => {}
             _ = cancel.cancelled() => return Ok::<(), BoxError>(()),
         }
+        // the blocks nodes hold, from a live list as upstream's `listNodes` (a quorum
+        // read): a cache listed from a lagging server would miss blocks given out just
+        // before a restart, and hand them out again
+        let live = Api::<Node>::all(list_client)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| BoxError::from(format!("listing nodes: {e}")))?;
         {
             let mut a = lock(&allocator);
-            for node in store.list() {
+            for node in &live.items {
                 // garbage or an out-of-range block: the controller cannot run
-                a.occupy(&node).map_err(BoxError::from)?;
+                a.occupy(node).map_err(BoxError::from)?;
             }
         }
         tracing::info!(
