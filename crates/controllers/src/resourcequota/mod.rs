@@ -83,7 +83,10 @@ pub fn descriptor() -> crate::registry::Descriptor {
 }
 
 /// Enqueue the quotas of `ns` that track something `evaluator` counts (upstream
-/// `replenishQuota`).
+/// `replenishQuota`, which looks at `status.hard` only). `spec.hard` is looked at too:
+/// a quota whose own status write the cache has not seen yet (a late watch event) still
+/// tracks what its spec names, and a replenishment missed then would wait for the full
+/// resync.
 fn replenish(
     quotas: &Store<ResourceQuota>,
     evaluator: &Evaluator,
@@ -91,12 +94,15 @@ fn replenish(
     q: &Requests<'_, ObjectKey>,
 ) {
     for rq in quotas.list_namespace(ns) {
-        let hard: Vec<String> = rq
-            .status
-            .as_ref()
-            .and_then(|s| s.hard.as_ref())
-            .map(|h| h.keys().cloned().collect())
-            .unwrap_or_default();
+        let status = rq.status.as_ref().and_then(|s| s.hard.as_ref());
+        let spec = rq.spec.as_ref().and_then(|s| s.hard.as_ref());
+        let hard: Vec<String> = status
+            .into_iter()
+            .chain(spec)
+            .flat_map(|h| h.keys().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         if !evaluator.matching_resources(&hard).is_empty() {
             q.add(ObjectKey::of(rq.as_ref()));
         }
