@@ -744,7 +744,9 @@ impl Reconciler for AttachDetachReconciler {
                 .await
             {
                 Ok(_) => tracing::info!(node = %node_name, pv = %v.pv, "attaching volume"),
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                // as upstream's csi attacher (`IsAlreadyExists`): a 409 Conflict is a
+                // refused write, not an existing attachment
+                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {}
                 Err(e) => {
                     let note = format!("AttachVolume.Attach failed for volume {:?} : {e}", v.pv);
                     self.pod_event(&v.pods, EventType::Warning, "FailedAttachVolume", &note);
