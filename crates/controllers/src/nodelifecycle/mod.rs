@@ -182,6 +182,7 @@ pub fn node_lifecycle_controller(
     });
     // pods bound to a node: marked not Ready when the node is not (upstream podUpdated)
     let (pod_tx, mut pod_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectKey>();
+    let pod_retry = pod_tx.clone();
     pods.add_handler(move |change: &Change<Pod>| {
         let (old, new) = match change {
             Change::Added(p) => (None, p),
@@ -219,8 +220,17 @@ pub fn node_lifecycle_controller(
         let pod_worker = {
             let inner = inner.clone();
             async move {
+                let later = inner.options.node_monitor_period;
                 while let Some(key) = pod_rx.recv().await {
-                    inner.process_pod(&key).await;
+                    if !inner.process_pod(&key).await {
+                        // the node's health is not gathered yet (a fresh process): again
+                        // after the next monitor pass, as upstream requeues it
+                        let tx = pod_retry.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(later).await;
+                            let _ = tx.send(key);
+                        });
+                    }
                 }
             }
         };
@@ -438,6 +448,9 @@ impl Inner {
         let name = name_of(node).to_string();
         let api = Api::<Node>::all(self.client.clone());
         let mut node: Node = (**node).clone();
+        let ready_before =
+            health::condition(node.status.as_ref(), "Ready").is_some_and(|c| c.status == "True");
+        let mut retried = false;
         let mut outcome = None;
         for _ in 0..NODE_HEALTH_UPDATE_RETRY {
             match self.try_update_node_health(&node).await {
@@ -446,6 +459,7 @@ impl Inner {
                     break;
                 }
                 Err(e) => {
+                    retried = true;
                     tracing::debug!(node = %name, error = %e, "updating node health");
                     match api.get(&name).await {
                         Ok(n) => node = n,
@@ -465,7 +479,11 @@ impl Inner {
             self.process_taint_based_eviction(&node, &observed.status)
                 .await;
             let needs_retry = lock(&self.state).nodes_to_retry.contains(&name);
-            let became_not_ready = cur.status != "True" && observed.status == "True";
+            // a failed write may have gone through (a timeout): the node read again
+            // then shows this controller's own Unknown, and the transition it made is
+            // judged from the node as it was before
+            let became_not_ready =
+                cur.status != "True" && (observed.status == "True" || (retried && ready_before));
             if became_not_ready {
                 self.recorder.event(
                     &node_ref(&name, &name),
@@ -797,31 +815,33 @@ impl Inner {
     }
 
     /// Upstream `processPod`: a pod bound to a node known not Ready is marked not
-    /// Ready.
-    async fn process_pod(&self, key: &ObjectKey) {
+    /// Ready. `false` when the node's health is not gathered yet (to be retried, as
+    /// upstream requeues the pod).
+    async fn process_pod(&self, key: &ObjectKey) -> bool {
         let Some(pod) = self.cache.informer::<Pod>().store().get(key) else {
-            return;
+            return true;
         };
         let node = pod
             .spec
             .as_ref()
             .and_then(|s| s.node_name.clone())
             .unwrap_or_default();
+        if self.node(&node).is_none() {
+            return true;
+        }
         let ready = {
             let st = lock(&self.state);
             let Some(h) = st.health.get(&node) else {
-                return;
+                return false;
             };
             health::condition(Some(&h.status), "Ready").map(|c| c.status.clone())
         };
-        if self.node(&node).is_none() {
-            return;
-        }
         if ready.is_some_and(|s| s != "True") {
             if let Err(e) = self.mark_pods_not_ready(&[pod], &node).await {
                 tracing::warn!(pod = %key, node, error = %e, "marking a pod not Ready");
             }
         }
+        true
     }
 
     /// Upstream `MarkPodsNotReady`: each pod's Ready condition set `False` (a
