@@ -476,6 +476,10 @@ async fn post_ready(nodes: &Api<Node>, name: &str) -> R {
     .await
 }
 
+/// Set once the workload stopped n1's kubelet.
+#[derive(Default)]
+struct Stopped(AtomicBool);
+
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
@@ -524,6 +528,7 @@ fn node_lifecycle_scenario() -> Scenario {
                 )
                 .await?;
                 // n1's kubelet stops
+                w.state::<Stopped>().0.store(true, Ordering::SeqCst);
                 set_alive(&nodes, "n1", false).await?;
                 w.wait("n1 Unknown, tainted unreachable, its pod not Ready", |w| {
                     unreachable(w, "n1")?;
@@ -542,6 +547,28 @@ fn node_lifecycle_scenario() -> Scenario {
             }
             .boxed()
         })
+        .invariant(Invariant::new(
+            "nothing is marked unhealthy before a kubelet stopped",
+            |w| {
+                if w.state::<Stopped>().0.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                for n in w.list::<Node>() {
+                    ok_if(
+                        condition_status(&n, "Ready").as_deref() != Some("Unknown")
+                            && !taints(&n).iter().any(|(_, e)| e == "NoExecute"),
+                        || format!("{} marked unhealthy: {:?}", n.name_any(), taints(&n)),
+                    )?;
+                }
+                for p in w.list::<Pod>() {
+                    ok_if(
+                        pod_condition(&p, "Ready").map(|c| c.0).as_deref() != Some("False"),
+                        || format!("pod {} marked not Ready", p.name_any()),
+                    )?;
+                }
+                Ok(())
+            },
+        ))
         .invariant(Invariant::new(
             "the healthy node is never Unknown nor tainted NoExecute",
             |w| {
@@ -1665,4 +1692,12 @@ async fn node_ipam_regression_crash_stale_at_1() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_detach_regression_conflict_at_2() {
     replay(attach_detach_scenario(), "conflict@2").await;
+}
+
+/// The status write that marked n1 Unknown timed out after it was applied: the retry
+/// read n1 back already Unknown, saw no Ready → not Ready transition, and n1's pod was
+/// never marked not Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_lifecycle_regression_timeout_at_3() {
+    replay(node_lifecycle_scenario(), "timeout@3").await;
 }
