@@ -22,6 +22,7 @@ use coxswain_controllers::volume::persistentvolume::{
 };
 use coxswain_controllers::volume::{ephemeral, expand, pvcprotection, pvprotection};
 use coxswain_controllers::{resourcequota, tainteviction, ttl};
+use coxswain_runtime::fault::FaultKind;
 use coxswain_runtime::testing::{check, run, Invariant, Scenario, World};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -260,7 +261,8 @@ fn ttl_scenario() -> Scenario {
         .invariant(Invariant::new("the TTL written is 0 s", |w| {
             for n in w.list::<Node>() {
                 let v = annotation(&n.metadata, ttl::TTL_ANNOTATION);
-                if !matches!(v, None | Some("0")) && !(n.name_any() == "a" && v == Some("15")) {
+                let workloads = n.name_any() == "a" && v == Some("15");
+                if !(matches!(v, None | Some("0")) || workloads) {
                     return Err(format!("node {} has ttl {v:?}", n.name_any()));
                 }
             }
@@ -1495,16 +1497,38 @@ fn resourcequota_scenario() -> Scenario {
                 .await?;
                 w.wait("q counts 1 pod", |w| quota_used(w, "1")).await?;
                 create(&pods, pod("second", None, json!([]), json!({}))).await?;
-                if create(&pods, pod("third", None, json!([]), json!({})))
+                // refused, unless a recount raced admission (see the invariant)
+                let mut third = create(&pods, pod("third", None, json!([]), json!({})))
                     .await
-                    .is_ok()
-                {
-                    return Err("a third pod was admitted over the quota".into());
-                }
+                    .is_ok();
                 delete(&pods, "before", &DeleteParams::default().grace_period(0)).await?;
-                w.wait("q gives the pod back", |w| quota_used(w, "1"))
-                    .await?;
-                create(&pods, pod("third", None, json!([]), json!({}))).await?;
+                w.wait("q gives the pod back", |w| {
+                    ok_if(w.get::<Pod>("before").is_none(), || {
+                        "before still seen".into()
+                    })?;
+                    quota_used(w, &live_pods(w).to_string())
+                })
+                .await?;
+                // the observer's quota may lag the server's: a refusal waits for the
+                // quota's next version
+                while !third {
+                    let seen = w
+                        .get::<ResourceQuota>("q")
+                        .and_then(|q| q.resource_version());
+                    match create(&pods, pod("third", None, json!([]), json!({}))).await {
+                        Ok(_) => third = true,
+                        Err(e) if e.contains("exceeded quota") => {
+                            w.wait("quota q changes", |w| {
+                                let now = w
+                                    .get::<ResourceQuota>("q")
+                                    .and_then(|q| q.resource_version());
+                                ok_if(now != seen, || format!("q still at {seen:?}: {e}"))
+                            })
+                            .await?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 w.state::<PodLimit>().0.store(3, Ordering::SeqCst);
                 merge(&quotas, "q", json!({"spec": {"hard": {"pods": "3"}}})).await?;
                 w.wait("q shows the new limit", |w| {
@@ -1515,17 +1539,31 @@ fn resourcequota_scenario() -> Scenario {
             }
             .boxed()
         })
-        .invariant(Invariant::new(
-            "never more pods than the quota allows",
-            |w| {
+        // a recount at an arbitrary moment (a retried or re-run sync after a refused or
+        // lost write, a restart, a standby taking over) reads pods from the informer,
+        // which may not show a pod admission just charged: the recount then lowers
+        // status.used and admission lets one pod too many in. Upstream's controller
+        // recounts from its listers the same way; only a fault-free run (and the watch
+        // faults, which only make the quota's own writes conflict) keeps the bound.
+        .invariant(
+            Invariant::new("never more pods than the quota allows", |w| {
                 let limit = w.state::<PodLimit>().0.load(Ordering::SeqCst);
                 if limit == 0 {
                     return Ok(());
                 }
                 let n = live_pods(w);
                 ok_if(n <= limit as usize, || format!("{n} pods, limit {limit}"))
-            },
-        ))
+            })
+            .except(&[
+                FaultKind::Conflict,
+                FaultKind::TooManyRequests,
+                FaultKind::ServerError,
+                FaultKind::Timeout,
+                FaultKind::Crash,
+                FaultKind::CrashStale,
+                FaultKind::LeaderMove,
+            ]),
+        )
         .converged(
             "status.used counts the pods, status.hard is spec.hard",
             |w| {
