@@ -1631,7 +1631,7 @@ struct Bounds(Mutex<(i32, i32)>);
 fn horizontal_pod_autoscaler_scenario() -> Scenario {
     let options = ControllerManagerOptions {
         hpa: HpaControllerOptions {
-            sync_period: Duration::from_millis(500),
+            sync_period: Duration::from_millis(250),
             ..Default::default()
         },
         ..Default::default()
