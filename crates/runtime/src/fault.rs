@@ -697,7 +697,9 @@ impl Injector {
                             "sendInitialEvents is not accepted here (fault injection: stale start)",
                         ));
                     }
-                    if first && !watch {
+                    // only an informer's list (paginated: it sends `limit`) lags; a
+                    // controller's own direct list is a quorum read
+                    if first && !watch && query_has(&query, "limit") {
                         inc.listed
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
