@@ -256,7 +256,7 @@ impl PodHandler {
                     self.state.expectations.creation_observed(&key);
                     vec![batched(key)]
                 }
-                None => Vec::new(),
+                None => self.gone_job_orphan(pod, r),
             };
         }
         let mut out = Vec::new();
@@ -298,13 +298,16 @@ impl PodHandler {
             }
         }
         if let Some(r) = new_ref {
-            if let Some(key) = self.resolve(new, r) {
-                if finalizer_removed {
-                    self.state
-                        .finalizer_expectations
-                        .finalizer_removal_observed(&key, uid);
+            match self.resolve(new, r) {
+                Some(key) => {
+                    if finalizer_removed {
+                        self.state
+                            .finalizer_expectations
+                            .finalizer_removal_observed(&key, uid);
+                    }
+                    out.push(batched(key));
                 }
-                out.push(batched(key));
+                None => out.extend(self.gone_job_orphan(new, r)),
             }
             return out;
         }
@@ -319,6 +322,19 @@ impl PodHandler {
             );
         }
         out
+    }
+
+    /// A pod with the tracking finalizer whose controller is a Job this controller does
+    /// not know (not upstream, whose `addPod`/`updatePod` drop it): the Job was deleted
+    /// before this controller's pod informer saw the pod (a lagging watch, a restart), so
+    /// the sweep of the Job's deletion missed it and nothing else would remove the
+    /// finalizer. The orphan queue checks with the API server before removing it.
+    fn gone_job_orphan(&self, pod: &Pod, r: &OwnerReference) -> Vec<Enqueue> {
+        if r.kind == "Job" && r.api_version == "batch/v1" && has_tracking_finalizer(pod) {
+            vec![orphan_name(pod)]
+        } else {
+            Vec::new()
+        }
     }
 
     fn deleted(&self, pod: &Pod, is_final: bool) -> Vec<Enqueue> {

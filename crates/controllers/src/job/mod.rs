@@ -166,7 +166,12 @@ pub fn job_controller(mgr: &impl ClusterAccess, workers: usize) -> JobController
     let orphans = Controller::with_queue(
         ORPHAN_QUEUE,
         orphan_queue.clone(),
-        OrphanReconciler::new(cache.clone(), job_store.clone(), pods),
+        OrphanReconciler::new(
+            cache.clone(),
+            job_store.clone(),
+            pods,
+            mgr.kube_client().clone(),
+        ),
         orphan_options,
     );
     let reconciler = JobReconciler {

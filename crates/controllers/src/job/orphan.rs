@@ -74,16 +74,56 @@ pub struct OrphanReconciler {
     cache: Arc<Cache>,
     jobs: Arc<dyn Jobs>,
     pods: PodControl,
+    live: kube::Client,
 }
 
 impl OrphanReconciler {
-    /// Reads pods from `cache`, Jobs from `jobs`, patches through `pods`.
-    pub fn new(cache: Arc<Cache>, jobs: Arc<dyn Jobs>, pods: PodControl) -> Self {
-        OrphanReconciler { cache, jobs, pods }
+    /// Reads pods from `cache`, Jobs from `jobs` (and, for a Job missing there, from
+    /// the API server through `live`), patches through `pods`.
+    pub fn new(
+        cache: Arc<Cache>,
+        jobs: Arc<dyn Jobs>,
+        pods: PodControl,
+        live: kube::Client,
+    ) -> Self {
+        OrphanReconciler {
+            cache,
+            jobs,
+            pods,
+            live,
+        }
+    }
+
+    /// Whether the pod's controlling Job, missing from the cache, still runs on the
+    /// API server: the cache may lag (a Job informer behind the pod informer after a
+    /// restart or on a standby that just became leader), and the finalizer of a running
+    /// Job's pod must stay (not upstream, which trusts its cache here).
+    async fn controller_runs_live(&self, pod: &Pod) -> Result<bool, kube::Error> {
+        let Some(r) = get_controller_of(&pod.metadata) else {
+            return Ok(false);
+        };
+        if r.kind != "Job" || r.api_version != "batch/v1" {
+            return Ok(false);
+        }
+        if resolve(self.jobs.as_ref(), pod.metadata.namespace.as_deref(), r).is_some() {
+            return Ok(false);
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let api = kube::Api::<k8s_openapi::api::batch::v1::Job>::namespaced(self.live.clone(), ns);
+        match api.get(&r.name).await {
+            Ok(job) => Ok(job.metadata.uid.as_deref() == Some(r.uid.as_str())
+                && !is_job_finished(&job)
+                && spec::managed_by_external_controller(&job).is_none()),
+            Err(e) if api_not_found(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     async fn handle(&self, pod: &Pod) -> Result<(), kube::Error> {
         if !orphan_finalizer_removable(pod, self.jobs.as_ref()) {
+            return Ok(());
+        }
+        if self.controller_runs_live(pod).await? {
             return Ok(());
         }
         let Some(patch) = remove_tracking_finalizer_patch(pod) else {
@@ -120,6 +160,7 @@ impl Reconciler<OrphanPodKey> for OrphanReconciler {
                     ReconcileError::terminal(format!("invalid label selector: {e}"))
                 })?;
                 let no_labels = Default::default();
+                let mut failed = None;
                 for pod in self.cache.list::<Pod>(Some(namespace)).await {
                     if !selector.matches_labels(pod.metadata.labels.as_ref().unwrap_or(&no_labels))
                     {
@@ -127,7 +168,13 @@ impl Reconciler<OrphanPodKey> for OrphanReconciler {
                     }
                     if let Err(e) = self.handle(&pod).await {
                         tracing::warn!(pod = %ObjectKey::of(pod.as_ref()), error = %e, "syncing orphan pod failed");
+                        failed = Some(e);
                     }
+                }
+                // upstream queues each pod on its own, retried on its own; here the sweep
+                // is retried (the pods done meanwhile have no finalizer left to remove)
+                if let Some(e) = failed {
+                    return Err(ReconcileError::from(e).context("removing orphan pods' finalizers"));
                 }
             }
         }
