@@ -54,6 +54,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
 
+use crate::daemon::consistency::ConsistencyStore;
 use sync::{cleanup_finished_jobs, jobs_to_be_reconciled, sync_cron_job, CronJobControl};
 use utils::{format_schedule, next_schedule_time_duration, spec, CronEvent};
 
@@ -219,6 +220,7 @@ pub fn cronjob_controller(mgr: &impl ClusterAccess, workers: usize) -> Controlle
             client: mgr.kube_client().clone(),
         },
         recorder: recorder.clone(),
+        consistency: ConsistencyStore::default(),
     };
     ControllerBuilder::new(cache)
         .named(CONTROLLER_NAME)
@@ -268,13 +270,29 @@ pub struct CronJobReconciler<C = LiveControl> {
     client: Client,
     control: C,
     recorder: EventRecorder,
+    consistency: ConsistencyStore,
 }
 
 impl<C: CronJobControl + 'static> Reconciler for CronJobReconciler<C> {
     async fn reconcile(&self, _ctx: Context, key: ObjectKey) -> ReconcileResult {
         let Some(cj) = self.cronjobs.get(&key) else {
+            self.consistency.clear(&key);
             return Ok(Action::Done);
         };
+        // the cache has not caught up with this controller's own last status write: a
+        // sync now would decide on a status it has itself replaced (a Job it started
+        // but not yet seen in `active`, its time not yet in `lastScheduleTime`) and
+        // could start that scheduled time again once the Job is gone (deleted by the
+        // history limit). The write's watch event syncs it again. (Upstream 1.36 does
+        // this for DaemonSets and others; its CronJob controller has the race.)
+        if !self.consistency.is_ready(
+            &key,
+            cj.metadata.uid.as_deref().unwrap_or_default(),
+            cj.metadata.resource_version.as_deref(),
+        ) {
+            tracing::debug!(cronjob = %key, "the cache lags the last status write: not ready");
+            return Ok(Action::Done);
+        }
         let namespace = cj.metadata.namespace.clone().unwrap_or_default();
         let all = self.jobs.list_namespace(&namespace);
         let jobs = jobs_to_be_reconciled(&cj, all.iter().map(|j| j.as_ref()));
@@ -303,10 +321,16 @@ impl<C: CronJobControl + 'static> Reconciler for CronJobReconciler<C> {
             tracing::warn!(cronjob = %key, error = %err, "syncing the cronjob");
         }
         if cleaned || outcome.update_status {
-            self.client
+            let written = self
+                .client
                 .update_status(&copy)
                 .await
                 .map_err(|e| ReconcileError::from(e).context("updating the cronjob status"))?;
+            self.consistency.wrote_at(
+                &key,
+                written.metadata.uid.as_deref().unwrap_or_default(),
+                written.metadata.resource_version.as_deref(),
+            );
         }
         match (outcome.requeue_after, outcome.error) {
             (Some(d), _) => Ok(Action::RequeueAfter(delay(d))),

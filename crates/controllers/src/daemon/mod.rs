@@ -28,7 +28,7 @@
 //! sync, and recorded as events by `daemonset-controller`.
 
 mod backoff;
-mod consistency;
+pub(crate) mod consistency;
 mod handlers;
 pub mod plan;
 pub mod revisions;
