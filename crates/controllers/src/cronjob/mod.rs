@@ -317,6 +317,7 @@ impl<C: CronJobControl + 'static> Reconciler for CronJobReconciler<C> {
                 &e.message,
             );
         }
+        tracing::debug!(cronjob = %key, rv = ?cj.metadata.resource_version, cleaned, update = outcome.update_status, status = ?copy.status, events = ?events.iter().map(|e| e.reason).collect::<Vec<_>>(), "synced");
         if let Some(err) = &outcome.error {
             tracing::warn!(cronjob = %key, error = %err, "syncing the cronjob");
         }

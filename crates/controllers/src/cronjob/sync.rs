@@ -280,8 +280,16 @@ pub async fn sync_cron_job(
             r.namespace.as_deref().unwrap_or_default(),
             r.name.as_deref().unwrap_or_default(),
         );
-        match control.get_job(ns, name).await {
-            Err(e) if is_not_found(&e) => {
+        // a Job of that name with another UID is another Job: this one is gone too
+        // (upstream looks at the name only, and keeps naming a replaced Job forever)
+        let live = match control.get_job(ns, name).await {
+            Ok(j) if j.metadata.uid.is_some() && j.metadata.uid != r.uid => Err(None),
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Err(None),
+            Err(e) => Err(Some(e)),
+        };
+        match live {
+            Err(None) => {
                 events.push(CronEvent::normal(
                     "MissingJob",
                     format!("Active job went missing: {name}"),
@@ -289,9 +297,9 @@ pub async fn sync_cron_job(
                 delete_from_active_list(cj, r.uid.as_deref().unwrap_or_default());
                 update_status = true;
             }
-            Err(e) => return SyncOutcome::stop(update_status, Some(e.into())),
+            Err(Some(e)) => return SyncOutcome::stop(update_status, Some(e.into())),
             // the cache lags behind the server
-            Ok(_) => {}
+            Ok(()) => {}
         }
     }
 
@@ -411,6 +419,38 @@ pub async fn sync_cron_job(
             }
             update_status = true;
         }
+    }
+
+    // L0. the cache may lag behind the server (a restart on a lagging API server, a
+    // status write of this controller not yet seen): before starting the scheduled time,
+    // check on the server that it is still unmet, or it would run twice once its Job is
+    // gone (deleted by the history limit). Not upstream, whose CronJob controller trusts
+    // its cache here; a Job creation is rare, one read each costs little.
+    match control
+        .get_cron_job(
+            namespace(cj),
+            cj.metadata.name.as_deref().unwrap_or_default(),
+        )
+        .await
+    {
+        Ok(fresh) if fresh.metadata.uid != cj.metadata.uid => {
+            return SyncOutcome::stop(false, None);
+        }
+        Ok(fresh) => {
+            let started = in_active_list_by_name(&fresh, namespace(cj), &name)
+                || last_schedule_time(&fresh).is_some_and(|t| t >= scheduled);
+            if started {
+                // the status here is stale: writing it would conflict; sync again later
+                return SyncOutcome::stop(
+                    false,
+                    Some(SyncError::Other(format!(
+                        "the cache lags: the job of {} is already started",
+                        rfc1123z(scheduled)
+                    ))),
+                );
+            }
+        }
+        Err(e) => return SyncOutcome::stop(update_status, Some(e.into())),
     }
 
     // L. create the Job

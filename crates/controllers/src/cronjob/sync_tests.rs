@@ -726,6 +726,11 @@ fn setup(r: &Row) -> Setup {
     } else {
         cj.metadata.creation_timestamp = Some(Time(r.cj_created.unwrap_or(at("09:59:00"))));
     }
+    // the API server's copy is the cache's unless the row says otherwise (the
+    // controller reads it before creating a Job)
+    if control.cron_job.is_none() {
+        control.cron_job = Some(cj.clone());
+    }
     control.create_error = r
         .create_error
         .map(|(c, reason)| status_error(c, reason, "error"));
@@ -1043,6 +1048,7 @@ async fn already_exists(owned: bool) -> (CronJob, SyncOutcome, Job) {
         job.metadata.owner_references = None;
     }
     let control = FakeControl {
+        cron_job: Some(cj.clone()),
         job: Some(job.clone()),
         create_error: Some(status_error(409, "AlreadyExists", "already exists")),
         ..Default::default()
@@ -1125,4 +1131,31 @@ fn update_cron_job() {
     for (name, old, new, expected) in cases {
         assert_eq!(update_action(&old, &new, now), expected, "{name}");
     }
+}
+
+/// Not upstream: a cache that lags the server (its own status write not yet seen, a
+/// restart on a lagging API server) does not start a scheduled time a second time: the
+/// server's copy already records it.
+#[tokio::test]
+async fn lagging_cache_does_not_run_a_time_twice() {
+    let mut cj = cronjob(ON_THE_HOUR, "Forbid");
+    cj.metadata.creation_timestamp = Some(Time(at("08:59:00")));
+    let mut server = cj.clone();
+    server.status = Some(CronJobStatus {
+        last_schedule_time: Some(Time(at("09:00:00"))),
+        ..Default::default()
+    });
+    let control = FakeControl {
+        cron_job: Some(server),
+        ..Default::default()
+    };
+    let mut events = Vec::new();
+    let out = sync_cron_job(&mut cj, &[], at("09:30:00"), &control, &mut events).await;
+    assert!(control.created.lock().unwrap().is_empty());
+    assert!(
+        !out.update_status && out.error.is_some(),
+        "{:?} {:?}",
+        out.error,
+        out.requeue_after
+    );
 }
