@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use coxswain_runtime::fault::FaultKind;
-use coxswain_runtime::testing::{check, Invariant, Scenario, World};
+use coxswain_runtime::testing::{check, run, Invariant, Scenario, World};
 
 use super::{builtin, kubelet};
 
@@ -193,8 +193,7 @@ fn start_job_kubelet(w: &World) {
 /// `parallelism` pods run and one per index; at the end the Job is `Complete` with
 /// exact counts, no pod keeps the tracking finalizer (the deleted Job's orphans
 /// included) and nothing is left uncounted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn job_under_faults() {
+fn job_scenario() -> Scenario {
     use coxswain_controllers::job;
     let s = Scenario::new("job")
         .controllers(builtin(vec![job::descriptor()]))
@@ -349,7 +348,13 @@ async fn job_under_faults() {
                 None => Ok(()),
             }
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_under_faults() {
+    crate::common::logs();
+    check(&job_scenario()).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -409,8 +414,7 @@ fn is_finished(j: &Job) -> bool {
 /// `Forbid`); `status.active` names each Job once; `lastScheduleTime` only moves
 /// forward; at the end nothing is active, `lastScheduleTime` is the missed time, the
 /// kept Job's completion is `lastSuccessfulTime` and the history limit holds.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cronjob_under_faults() {
+fn cronjob_scenario() -> Scenario {
     use coxswain_controllers::cronjob;
     let (scheduled, before) = new_year();
     let s = Scenario::new("cronjob")
@@ -503,7 +507,13 @@ async fn cronjob_under_faults() {
             }
             Ok(())
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cronjob_under_faults() {
+    crate::common::logs();
+    check(&cronjob_scenario()).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -534,8 +544,7 @@ async fn finish_job(jobs: &Api<Job>, name: &str, at: Timestamp) -> Result<(), St
 /// `test/integration/ttlcontroller`): a Job is deleted only once it finished and its
 /// TTL expired (never early, never one without a TTL or still running); at the end
 /// every expired Job is being deleted and the others are untouched.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ttl_after_finished_under_faults() {
+fn ttl_after_finished_scenario() -> Scenario {
     use coxswain_controllers::ttlafterfinished;
     let s = Scenario::new("ttl-after-finished")
         .controllers(builtin(vec![ttlafterfinished::descriptor()]))
@@ -616,7 +625,13 @@ async fn ttl_after_finished_under_faults() {
             }
             Ok(())
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_after_finished_under_faults() {
+    crate::common::logs();
+    check(&ttl_after_finished_scenario()).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -715,8 +730,7 @@ fn sts_settled(w: &World, name: &str, n: i32, image: &str) -> Result<(), String>
 /// predecessor is Running and Ready; a scale-down removes the highest ordinal first and
 /// one at a time; at the end the status counts the pods, every pod runs the update
 /// revision and one ControllerRevision exists per template (none duplicated).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statefulset_under_faults() {
+fn statefulset_scenario() -> Scenario {
     use coxswain_controllers::statefulset;
     let s = Scenario::new("statefulset")
         .controllers(builtin(vec![statefulset::descriptor()]))
@@ -786,7 +800,13 @@ async fn statefulset_under_faults() {
             sts_settled(w, "web", 1, "img:2")?;
             expect_eq("controller revisions", w.list::<ControllerRevision>().len(), 2)
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_under_faults() {
+    crate::common::logs();
+    check(&statefulset_scenario()).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -946,8 +966,7 @@ fn ds_settled(w: &World, nodes: &[&str], image: &str) -> Result<(), String> {
 /// `maxUnavailable` nodes lack a ready pod; at the end each eligible node runs one
 /// ready pod of the new template, the tainted node none, the status counts them and
 /// one ControllerRevision exists per template.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn daemonset_under_faults() {
+fn daemonset_scenario() -> Scenario {
     use coxswain_controllers::daemon;
     let s = Scenario::new("daemonset")
         .controllers(builtin(vec![daemon::descriptor()]))
@@ -1032,7 +1051,13 @@ async fn daemonset_under_faults() {
             ds_settled(w, &["node-1", "node-3"], "img:2")?;
             expect_eq("controller revisions", w.list::<ControllerRevision>().len(), 2)
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemonset_under_faults() {
+    crate::common::logs();
+    check(&daemonset_scenario()).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1083,8 +1108,7 @@ fn budget(w: &World) -> Result<(i32, i32, i32, i32, usize, bool), String> {
 /// ones, and says so in its `DisruptionAllowed` condition; at the end it counts the
 /// world (expected, healthy, desired, allowed) for the current generation and keeps
 /// no evicted pod in `disruptedPods` once it is gone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn disruption_under_faults() {
+fn disruption_scenario() -> Scenario {
     use coxswain_controllers::disruption;
     let s = Scenario::new("disruption")
         .controllers(builtin(vec![disruption::descriptor()]))
@@ -1177,5 +1201,49 @@ async fn disruption_under_faults() {
                 .map(|c| c.reason.clone());
             expect_eq("reason", reason.as_deref(), Some("InsufficientPods"))
         });
-    check(&s).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disruption_under_faults() {
+    crate::common::logs();
+    check(&disruption_scenario()).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Regressions: plans the harness failed before the fixes, replayed
+
+/// Replay `plan` on `scenario`: it must pass.
+async fn replay(scenario: Scenario, plan: &str) {
+    crate::common::logs();
+    let plan = plan.parse().expect("a plan");
+    let r = run(&scenario, &plan).await;
+    assert!(
+        r.failure.is_none(),
+        "{} under {plan}: {:?} (injected {:?})",
+        scenario.name(),
+        r.failure,
+        r.injected
+    );
+}
+
+/// The Job's pod informer lags: its deletion swept no pod, and the pods that arrived
+/// later kept their tracking finalizer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_regression_delay_at_1() {
+    replay(job_scenario(), "delay@1").await;
+}
+
+/// A 429 on a pod of the deleted Job's orphan sweep was not retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_regression_throttle_at_7() {
+    replay(job_scenario(), "throttle@7").await;
+}
+
+/// A restart on a lagging API server right after a CronJob's status write: the cache
+/// showed its Job finished but its time unmet, and the history limit's deletion let
+/// that time run a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cronjob_regression_crash_stale_at_4() {
+    replay(cronjob_scenario(), "crash-stale@4").await;
 }
