@@ -384,6 +384,26 @@ pub async fn sync_cron_job(
         return SyncOutcome::requeue(next_schedule_time_duration(cj, now, &sched), update_status);
     }
 
+    // I'. the Job of this time exists (listed at the start of this sync, though the
+    // history limit may have deleted it since): a process that created it crashed before
+    // recording it. Record it instead of running the time again (not upstream, which
+    // creates the Job again once the history limit deleted the finished one).
+    if let Some(ran) = jobs
+        .iter()
+        .find(|j| job_name(j) == name && is_controlled_by(**j, cj))
+    {
+        let finished = is_job_finished(ran);
+        let status = status_mut(cj);
+        if !finished {
+            status
+                .active
+                .get_or_insert_with(Vec::new)
+                .push(object_reference(*ran));
+        }
+        status.last_schedule_time = Some(Time(scheduled));
+        return SyncOutcome::requeue(next_schedule_time_duration(cj, now, &sched), true);
+    }
+
     // J. Forbid
     let policy = spec(cj).concurrency_policy.clone().unwrap_or_default();
     if policy == "Forbid" && !active(cj).is_empty() {

@@ -1159,3 +1159,25 @@ async fn lagging_cache_does_not_run_a_time_twice() {
         out.requeue_after
     );
 }
+
+/// Not upstream: a process that created the Job of a time crashed before recording it;
+/// the Job finished and the history limit deletes it. The time is recorded from the
+/// listed Job, not run again.
+#[tokio::test]
+async fn created_but_unrecorded_job_is_recorded_not_run_again() {
+    let mut cj = cronjob(ON_THE_HOUR, "Forbid");
+    cj.metadata.creation_timestamp = Some(Time(at("08:59:00")));
+    let mut job = get_job_from_template(&cj, at("09:00:00")).unwrap();
+    job.metadata.uid = Some("1234".into());
+    complete(&mut job, at("09:00:10"));
+    let control = FakeControl {
+        cron_job: Some(cj.clone()),
+        ..Default::default()
+    };
+    let mut events = Vec::new();
+    let out = sync_cron_job(&mut cj, &[&job], at("09:30:00"), &control, &mut events).await;
+    assert!(control.created.lock().unwrap().is_empty());
+    assert!(out.update_status);
+    assert_eq!(last_schedule_time(&cj), Some(at("09:00:00")));
+    assert!(active(&cj).is_empty());
+}
