@@ -401,6 +401,10 @@ fn jobs_of(w: &World, cj: &CronJob) -> Vec<Arc<Job>> {
         .collect()
 }
 
+/// The Jobs (uid) seen per CronJob.
+#[derive(Default)]
+struct Runs(Mutex<HashMap<String, BTreeSet<String>>>);
+
 fn is_finished(j: &Job) -> bool {
     job_condition(j, "Complete") || job_condition(j, "Failed")
 }
@@ -464,8 +468,16 @@ fn cronjob_scenario() -> Scenario {
         .invariant(Invariant::new("one run per scheduled time, active listed once", {
             let (scheduled, before) = new_year();
             move |w: &World| {
+                let runs = w.state::<Runs>();
+                let mut runs = runs.0.lock().unwrap_or_else(|e| e.into_inner());
                 for cj in w.list::<CronJob>() {
                     let n = name_of(&*cj);
+                    // one scheduled time: one Job, ever (a deleted one is not run again)
+                    let seen = runs.entry(n.to_string()).or_default();
+                    seen.extend(jobs_of(w, &cj).iter().filter_map(|j| j.metadata.uid.clone()));
+                    if seen.len() > 1 {
+                        return Err(format!("cronjob {n} ran its time {} times", seen.len()));
+                    }
                     let running = jobs_of(w, &cj).iter().filter(|j| !is_finished(j)).count();
                     if running > 1 {
                         return Err(format!("cronjob {n}: {running} active jobs under Forbid"));
@@ -1246,4 +1258,11 @@ async fn job_regression_throttle_at_7() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cronjob_regression_crash_stale_at_4() {
     replay(cronjob_scenario(), "crash-stale@4").await;
+}
+
+/// A crash right after a CronJob's Job was created: the restarted process found the
+/// Job finished and unrecorded, deleted it for the history limit and ran the time again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cronjob_regression_crash_at_3() {
+    replay(cronjob_scenario(), "crash@3").await;
 }
