@@ -14,6 +14,7 @@
 //! - [`ref_manager`]: claiming children: adopting orphans that match a selector,
 //!   releasing owned children that no longer match (`ControllerRefManager`).
 
+pub mod consistency;
 pub mod expectations;
 pub mod job;
 pub mod pod;

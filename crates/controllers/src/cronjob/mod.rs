@@ -54,7 +54,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
 
-use crate::daemon::consistency::ConsistencyStore;
+use crate::controller_utils::consistency::ConsistencyStore;
 use sync::{cleanup_finished_jobs, jobs_to_be_reconciled, sync_cron_job, CronJobControl};
 use utils::{format_schedule, next_schedule_time_duration, spec, CronEvent};
 

@@ -124,7 +124,7 @@ fn push(keys: &mut Vec<ObjectKey>, k: ObjectKey) {
 /// DaemonSet changes: enqueue, forgetting the expectations of deleted ones.
 pub(crate) struct DaemonSetHandler {
     pub(crate) expectations: Arc<ControllerExpectations>,
-    pub(crate) consistency: Arc<super::consistency::ConsistencyStore>,
+    pub(crate) consistency: Arc<crate::controller_utils::consistency::ConsistencyStore>,
 }
 
 impl EventHandler<DaemonSet> for DaemonSetHandler {

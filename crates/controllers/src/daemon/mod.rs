@@ -28,7 +28,6 @@
 //! sync, and recorded as events by `daemonset-controller`.
 
 mod backoff;
-pub(crate) mod consistency;
 mod handlers;
 pub mod plan;
 pub mod revisions;
@@ -36,6 +35,7 @@ mod sync;
 pub mod util;
 
 use crate::clientbuilder::ClusterAccess;
+use crate::controller_utils::consistency::ConsistencyStore;
 use std::sync::Arc;
 
 use coxswain_runtime::builder::ControllerBuilder;
@@ -102,7 +102,7 @@ pub fn daemonset_controller(
     }
     let lookup = Lookup { sets };
     let recorder = mgr.event_recorder(CONTROLLER_NAME);
-    let consistency = Arc::new(consistency::ConsistencyStore::default());
+    let consistency = Arc::new(ConsistencyStore::default());
     let reconciler = DaemonSetReconciler::new(
         mgr.client(),
         recorder,

@@ -32,7 +32,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 
 use super::backoff::Backoff;
-use super::consistency::ConsistencyStore;
 use super::plan::{
     calculate_counts, nodes_to_daemon_pods, plan_manage, plan_rolling_update, Counts, NodeToPods,
 };
@@ -43,6 +42,7 @@ use super::util::{
     create_pod_template, is_rolling_update, replace_node_name_affinity, template_generation,
     CONTROLLER_REVISION_HASH_LABEL,
 };
+use crate::controller_utils::consistency::ConsistencyStore;
 use crate::controller_utils::ref_manager::{adopt_patch, claim_action, release_patch};
 use crate::controller_utils::{
     claim_pods, pod_key, slow_start_batch, ControllerExpectations, ControllerIdentity, PodControl,

@@ -1,23 +1,24 @@
-//! Whether the cache has caught up with the controller's own DaemonSet writes, after
+//! Whether the cache has caught up with the controller's own writes of an object, after
 //! upstream 1.36's `StaleControllerConsistencyDaemonSet` (`pkg/controller/daemon/util/
-//! consistency.go`, beta and on by default): after writing a DaemonSet's status (or
-//! its `collisionCount`) the controller remembers the resourceVersion the server
-//! returned, and a sync whose cached DaemonSet is older is skipped ("not ready for
-//! reconciliation"): the watch event of that write enqueues the DaemonSet again. This
-//! keeps a sync from deciding on a status it has itself replaced (a stale
+//! consistency.go`, beta and on by default): after writing an object's status (a
+//! DaemonSet's, or its `collisionCount`; a CronJob's) the controller remembers the
+//! resourceVersion the server returned, and a sync whose cached object is older is
+//! skipped ("not ready for reconciliation"): the watch event of that write enqueues it
+//! again. This keeps a sync from deciding on a status it has itself replaced (a stale
 //! `observedGeneration` in the failed-pod back-off key, a stale `collisionCount` in the
-//! revision hash) and from a status write bound to conflict.
+//! revision hash, a CronJob's Job not yet in `active`) and from a status write bound to
+//! conflict.
 //!
-//! Upstream also tracks the pods it wrote; here the expectations cover creations and
-//! deletions of pods. ResourceVersions are compared as decimal numbers; one that does
-//! not parse never holds a sync back.
+//! Upstream's DaemonSet controller also tracks the pods it wrote; here the expectations
+//! cover creations and deletions of pods. ResourceVersions are compared as decimal
+//! numbers; one that does not parse never holds a sync back.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use coxswain_runtime::ObjectKey;
 
-/// The last resourceVersion the controller wrote, per DaemonSet key and UID.
+/// The last resourceVersion the controller wrote, per object key and UID.
 #[derive(Debug, Default)]
 pub struct ConsistencyStore {
     written: Mutex<HashMap<ObjectKey, (String, u64)>>,
@@ -28,7 +29,7 @@ impl ConsistencyStore {
         self.written.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The controller wrote the DaemonSet `key` (UID `uid`), which is now at
+    /// The controller wrote the object `key` (UID `uid`), which is now at
     /// `resource_version`.
     pub fn wrote_at(&self, key: &ObjectKey, uid: &str, resource_version: Option<&str>) {
         let Some(rv) = resource_version.and_then(|v| v.parse::<u64>().ok()) else {
@@ -43,7 +44,7 @@ impl ConsistencyStore {
         }
     }
 
-    /// Whether the cached DaemonSet (UID `uid`, at `resource_version`) includes every
+    /// Whether the cached object (UID `uid`, at `resource_version`) includes every
     /// write the controller made to it.
     pub fn is_ready(&self, key: &ObjectKey, uid: &str, resource_version: Option<&str>) -> bool {
         let w = self.lock();
@@ -59,7 +60,7 @@ impl ConsistencyStore {
         }
     }
 
-    /// Forget the DaemonSet `key` (deleted, or gone from the cache).
+    /// Forget the object `key` (deleted, or gone from the cache).
     pub fn clear(&self, key: &ObjectKey) {
         self.lock().remove(key);
     }
