@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{DeleteParams, EvictParams, Patch, PatchParams, PostParams};
@@ -663,7 +663,12 @@ fn statefulset(name: &str, replicas: i32) -> StatefulSet {
             "template": {
                 "metadata": {"labels": {"app": name}},
                 "spec": {"containers": [{"name": "c", "image": "img:1"}]}
-            }
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}},
+            }],
         }
     }))
     .expect("statefulset")
@@ -741,7 +746,8 @@ fn sts_settled(w: &World, name: &str, n: i32, image: &str) -> Result<(), String>
 /// one pod per ordinal, none beyond the replicas; a pod is created only once its
 /// predecessor is Running and Ready; a scale-down removes the highest ordinal first and
 /// one at a time; at the end the status counts the pods, every pod runs the update
-/// revision and one ControllerRevision exists per template (none duplicated).
+/// revision, one ControllerRevision exists per template (none duplicated) and one claim
+/// per ordinal, kept after the scale-down (`Retain`).
 fn statefulset_scenario() -> Scenario {
     use coxswain_controllers::statefulset;
     let s = Scenario::new("statefulset")
@@ -749,6 +755,7 @@ fn statefulset_scenario() -> Scenario {
         .observe::<Pod>()
         .observe::<StatefulSet>()
         .observe::<ControllerRevision>()
+        .observe::<PersistentVolumeClaim>()
         .component(kubelet())
         .workload(|w: World| {
             async move {
@@ -808,9 +815,21 @@ fn statefulset_scenario() -> Scenario {
             prev.0 = now;
             Ok(())
         }))
-        .converged("1 replica at the update revision, 2 revisions", |w| {
+        .converged("1 replica at the update revision, 2 revisions, claims kept", |w| {
             sts_settled(w, "web", 1, "img:2")?;
-            expect_eq("controller revisions", w.list::<ControllerRevision>().len(), 2)
+            expect_eq("controller revisions", w.list::<ControllerRevision>().len(), 2)?;
+            // one claim per ordinal ever run, retained (no owner) after the scale-down
+            let claims: Vec<(String, bool)> = w
+                .list::<PersistentVolumeClaim>()
+                .iter()
+                .map(|c| {
+                    let owned = c.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty());
+                    (name_of(&**c).to_string(), owned)
+                })
+                .collect();
+            let want: Vec<(String, bool)> =
+                (0..3).map(|i| (format!("data-web-{i}"), false)).collect();
+            expect_eq("claims", claims, want)
         });
     s
 }
