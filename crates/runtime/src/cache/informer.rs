@@ -426,9 +426,13 @@ where
                 let handlers = self.lock_handlers();
                 let old = self.store.delete(&item.key);
                 if !handlers.is_empty() {
-                    let last = old
-                        .and_then(|s| s.decode(&item.key))
-                        .or_else(|| item.slot.decode(&item.key));
+                    // the deleted object's final state, as client-go hands OnDelete the
+                    // event's object: the cached copy may miss changes whose events were
+                    // lost (an adoption, say) and handlers act on its owner references
+                    let last = item
+                        .slot
+                        .decode(&item.key)
+                        .or_else(|| old.and_then(|s| s.decode(&item.key)));
                     if let Some(last) = last {
                         Self::dispatch(&handlers, &[Change::Deleted(last)]);
                     }
