@@ -16,7 +16,7 @@ use coxswain_controllers::registry::{ControllerManagerOptions, Descriptor};
 use coxswain_controllers::{deployment, garbagecollector, namespace, podgc, replicaset};
 use coxswain_runtime::cache::CachedKind;
 use coxswain_runtime::fault::FaultKind;
-use coxswain_runtime::testing::{check, Invariant, Scenario, World};
+use coxswain_runtime::testing::{self, check, Invariant, Scenario, World};
 use futures::FutureExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ReplicationController};
@@ -324,6 +324,20 @@ async fn replicaset_under_faults() {
     .await;
 }
 
+/// Found by the harness: the adoption patch's watch event dropped, the pod later deleted;
+/// the informer handed the handlers the cached (unowned) copy, so the deletion the
+/// ReplicaSet expected was never observed and it stopped managing its pods. Fixed in the
+/// runtime's informer (a Deleted change carries the event's object, as client-go's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicaset_regression_drop_at_1() {
+    crate::common::logs();
+    let s = replicated_scenario::<ReplicaSet>("replicaset", replicaset::descriptor());
+    let plan = "drop@1".parse().expect("plan");
+    let report = testing::run(&s, &plan).await;
+    assert_eq!(report.failure, None, "{report:?}");
+    assert!(!report.injected.is_empty(), "the fault was injected");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicationcontroller_under_faults() {
     crate::common::logs();
@@ -340,6 +354,11 @@ async fn replicationcontroller_under_faults() {
 const DEPLOY: &str = "app";
 const MAX_SURGE: i32 = 1;
 const HISTORY: usize = 1;
+
+/// The fewest ready pods the rollout may leave (maxUnavailable 0): raised once a
+/// rollout is observed complete, lowered before a scale-down.
+#[derive(Default)]
+struct MinReady(AtomicI32);
 
 fn deployment_obj(replicas: i32, image: &str) -> Deployment {
     from_json(json!({
@@ -508,6 +527,8 @@ async fn deployment_under_faults() {
                     .await
                     .map_err(err)?;
                 w.wait("first rollout", rolled_out(2, "nginx:1")).await?;
+                let min_ready = w.state::<MinReady>();
+                min_ready.0.store(2, Ordering::SeqCst);
                 // a rolling update that also scales up
                 allowed.set(3);
                 let patch = json!({"spec": {
@@ -519,6 +540,7 @@ async fn deployment_under_faults() {
                     .map_err(err)?;
                 w.wait("second rollout at 3", rolled_out(3, "nginx:2"))
                     .await?;
+                min_ready.0.store(1, Ordering::SeqCst);
                 api.patch(
                     DEPLOY,
                     &PatchParams::default(),
@@ -547,6 +569,26 @@ async fn deployment_under_faults() {
                     .sum();
                 if total > max {
                     return Err(format!("ReplicaSets hold {total} replicas, at most {max}"));
+                }
+                Ok(())
+            },
+        ))
+        // maxUnavailable 0: an old ReplicaSet is scaled down only by what its successor
+        // has made available (counted from the ReplicaSets' statuses), so the ready pods
+        // never fall below the replicas of a completed rollout.
+        .invariant(Invariant::new(
+            "ready pods ≥ replicas - maxUnavailable",
+            |w| {
+                let min = w.state::<MinReady>().0.load(Ordering::SeqCst);
+                let ready = w
+                    .list::<Pod>()
+                    .iter()
+                    .filter(|p| {
+                        label(&p.metadata, "app") == Some(DEPLOY) && is_active(p) && is_ready(p)
+                    })
+                    .count() as i32;
+                if ready < min {
+                    return Err(format!("{ready} ready pods, at least {min} required"));
                 }
                 Ok(())
             },
