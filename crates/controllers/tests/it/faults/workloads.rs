@@ -726,7 +726,7 @@ async fn garbagecollector_under_faults() {
                     .await?;
                 }
                 w.wait("all created", |w| {
-                    let n = cm_names(&w).len();
+                    let n = cm_names(w).len();
                     if n >= 13 {
                         Ok(())
                     } else {
