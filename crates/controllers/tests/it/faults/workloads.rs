@@ -388,6 +388,27 @@ fn image_of_rs(rs: &ReplicaSet) -> Option<&str> {
         .as_deref()
 }
 
+/// The Deployment, its ReplicaSets and their pods are gone (nothing leaked).
+fn deployment_collected(w: &World) -> Res {
+    if w.get::<Deployment>(DEPLOY).is_some() {
+        return Err("deployment remains".into());
+    }
+    let rss = w
+        .list::<ReplicaSet>()
+        .iter()
+        .filter(|r| label(&r.metadata, "app") == Some(DEPLOY))
+        .count();
+    let pods = w
+        .list::<Pod>()
+        .iter()
+        .filter(|p| label(&p.metadata, "app") == Some(DEPLOY))
+        .count();
+    if rss + pods > 0 {
+        return Err(format!("{rss} ReplicaSets and {pods} pods leaked"));
+    }
+    Ok(())
+}
+
 /// Rolled out at `replicas` of `image` (the observer has seen the workload's last change).
 fn rolled_out(replicas: i32, image: &'static str) -> impl Fn(&World) -> Res {
     move |w| {
@@ -513,6 +534,7 @@ async fn deployment_under_faults() {
         .controllers(builtin(vec![
             deployment::descriptor(),
             replicaset::descriptor(),
+            garbagecollector::descriptor(),
         ]))
         .observe::<Pod>()
         .observe::<ReplicaSet>()
@@ -550,6 +572,13 @@ async fn deployment_under_faults() {
                 .map_err(err)?;
                 w.wait("scaled down to 1", rolled_out(1, "nginx:2")).await?;
                 allowed.set(1);
+                // deleted (kubectl's background propagation): the collector takes its
+                // ReplicaSets, then their pods
+                min_ready.0.store(0, Ordering::SeqCst);
+                api.delete(DEPLOY, &DeleteParams::default())
+                    .await
+                    .map_err(err)?;
+                w.wait("deployment collected", deployment_collected).await?;
                 Ok(())
             }
             .boxed()
@@ -606,7 +635,10 @@ async fn deployment_under_faults() {
             }
             Ok(())
         }))
-        .converged("rolled out, status consistent", deployment_complete);
+        .converged(
+            "the deployment, its ReplicaSets and pods are gone",
+            deployment_collected,
+        );
     check(&s).await;
 }
 
