@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::ensure;
 use coxswain_controllers::nodeipam::{self, NodeIpamControllerOptions};
 use coxswain_controllers::nodelifecycle::{self, NodeLifecycleControllerOptions};
 use coxswain_controllers::podautoscaler::{self, HpaControllerOptions};
@@ -89,14 +90,6 @@ where
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(format!("delete {name}: {e}")),
-    }
-}
-
-fn ok_if(cond: bool, what: impl FnOnce() -> String) -> R {
-    if cond {
-        Ok(())
-    } else {
-        Err(what())
     }
 }
 
@@ -287,7 +280,7 @@ fn all_ttl_zero(w: &World, names: &[&str]) -> R {
             .get::<Node>(name)
             .ok_or_else(|| format!("node {name} missing"))?;
         let v = annotation(&n.metadata, ttl::TTL_ANNOTATION);
-        ok_if(v == Some("0"), || format!("node {name} has ttl {v:?}"))?;
+        ensure(v == Some("0"), || format!("node {name} has ttl {v:?}"))?;
     }
     Ok(())
 }
@@ -380,7 +373,7 @@ fn node_ipam_scenario() -> Scenario {
         }))
         .converged("b, c and d hold one block each", |w| {
             allocated(w, &["b", "c", "d"])?;
-            ok_if(w.get::<Node>("a").is_none(), || "a still there".into())
+            ensure(w.get::<Node>("a").is_none(), || "a still there".into())
         })
 }
 
@@ -397,10 +390,10 @@ fn allocated(w: &World, names: &[&str]) -> R {
             .ok_or_else(|| format!("node {name} missing"))?;
         let spec = n.spec.clone().unwrap_or_default();
         let cidrs = spec.pod_cidrs.unwrap_or_default();
-        ok_if(cidrs.len() == 1, || {
+        ensure(cidrs.len() == 1, || {
             format!("node {name} has pod CIDRs {cidrs:?}")
         })?;
-        ok_if(spec.pod_cidr.as_deref() == Some(cidrs[0].as_str()), || {
+        ensure(spec.pod_cidr.as_deref() == Some(cidrs[0].as_str()), || {
             format!("node {name}: podCIDR differs from podCIDRs")
         })?;
     }
@@ -535,7 +528,7 @@ fn node_lifecycle_scenario() -> Scenario {
                 w.wait("n1 Unknown, tainted unreachable, its pod not Ready", |w| {
                     unreachable(w, "n1")?;
                     let p = w.get::<Pod>("p").ok_or("pod p missing")?;
-                    ok_if(
+                    ensure(
                         pod_condition(&p, "Ready").map(|c| c.0).as_deref() == Some("False"),
                         || "pod p still Ready".into(),
                     )
@@ -556,14 +549,14 @@ fn node_lifecycle_scenario() -> Scenario {
                     return Ok(());
                 }
                 for n in w.list::<Node>() {
-                    ok_if(
+                    ensure(
                         condition_status(&n, "Ready").as_deref() != Some("Unknown")
                             && !taints(&n).iter().any(|(_, e)| e == "NoExecute"),
                         || format!("{} marked unhealthy: {:?}", n.name_any(), taints(&n)),
                     )?;
                 }
                 for p in w.list::<Pod>() {
-                    ok_if(
+                    ensure(
                         pod_condition(&p, "Ready").map(|c| c.0).as_deref() != Some("False"),
                         || format!("pod {} marked not Ready", p.name_any()),
                     )?;
@@ -577,11 +570,11 @@ fn node_lifecycle_scenario() -> Scenario {
                 let Some(n) = w.get::<Node>("n2") else {
                     return Ok(());
                 };
-                ok_if(
+                ensure(
                     condition_status(&n, "Ready").as_deref() != Some("Unknown"),
                     || "n2 went Unknown".into(),
                 )?;
-                ok_if(!taints(&n).iter().any(|(_, e)| e == "NoExecute"), || {
+                ensure(!taints(&n).iter().any(|(_, e)| e == "NoExecute"), || {
                     format!("n2 tainted {:?}", taints(&n))
                 })
             },
@@ -590,7 +583,7 @@ fn node_lifecycle_scenario() -> Scenario {
             for n in w.list::<Node>() {
                 let t = taints(&n);
                 let set: BTreeSet<_> = t.iter().collect();
-                ok_if(set.len() == t.len(), || {
+                ensure(set.len() == t.len(), || {
                     format!("node {} has taints {t:?}", n.name_any())
                 })?;
             }
@@ -612,11 +605,11 @@ fn healthy(w: &World, name: &str) -> R {
     let n = w
         .get::<Node>(name)
         .ok_or_else(|| format!("{name} missing"))?;
-    ok_if(
+    ensure(
         condition_status(&n, "Ready").as_deref() == Some("True"),
         || format!("{name} not Ready"),
     )?;
-    ok_if(taints(&n).is_empty(), || {
+    ensure(taints(&n).is_empty(), || {
         format!("{name} tainted {:?}", taints(&n))
     })
 }
@@ -625,18 +618,18 @@ fn unreachable(w: &World, name: &str) -> R {
     let n = w
         .get::<Node>(name)
         .ok_or_else(|| format!("{name} missing"))?;
-    ok_if(
+    ensure(
         condition_status(&n, "Ready").as_deref() == Some("Unknown"),
         || format!("{name} not Unknown"),
     )?;
     let t = taints(&n);
     for effect in ["NoExecute", "NoSchedule"] {
-        ok_if(
+        ensure(
             t.contains(&(UNREACHABLE.to_string(), effect.to_string())),
             || format!("{name} tainted {t:?}"),
         )?;
     }
-    ok_if(!t.iter().any(|(k, _)| k == NOT_READY), || {
+    ensure(!t.iter().any(|(k, _)| k == NOT_READY), || {
         format!("{name} tainted {t:?}")
     })
 }
@@ -708,10 +701,10 @@ fn taint_eviction_scenario() -> Scenario {
                         continue;
                     }
                     let name = p.name_any();
-                    ok_if(tainted && !["forever", "elsewhere"].contains(&name.as_str()), || {
+                    ensure(tainted && !["forever", "elsewhere"].contains(&name.as_str()), || {
                         format!("pod {name} deleted")
                     })?;
-                    ok_if(
+                    ensure(
                         pod_condition(&p, "DisruptionTarget")
                             == Some((
                                 "True".into(),
@@ -729,7 +722,7 @@ fn taint_eviction_scenario() -> Scenario {
             }
             for name in ["forever", "elsewhere"] {
                 let p = w.get::<Pod>(name).ok_or_else(|| format!("{name} missing"))?;
-                ok_if(!deleting(p.as_ref()), || format!("{name} deleted"))?;
+                ensure(!deleting(p.as_ref()), || format!("{name} deleted"))?;
             }
             Ok(())
         })
@@ -745,8 +738,8 @@ fn evicted(w: &World, name: &str) -> R {
     let p = w
         .get::<Pod>(name)
         .ok_or_else(|| format!("{name} missing"))?;
-    ok_if(deleting(p.as_ref()), || format!("{name} not deleted"))?;
-    ok_if(
+    ensure(deleting(p.as_ref()), || format!("{name} not deleted"))?;
+    ensure(
         pod_condition(&p, "DisruptionTarget")
             .map(|c| c.0)
             .as_deref()
@@ -836,7 +829,7 @@ fn persistentvolume_binder_scenario() -> Scenario {
                 }
                 let r = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
                 let Some(r) = r else {
-                    ok_if(phase_of_volume(&v) == "Available", || {
+                    ensure(phase_of_volume(&v) == "Available", || {
                         format!("{} is {}", v.name_any(), phase_of_volume(&v))
                     })?;
                     continue;
@@ -844,7 +837,7 @@ fn persistentvolume_binder_scenario() -> Scenario {
                 let c = w
                     .get::<PersistentVolumeClaim>(r.name.as_deref().unwrap_or_default())
                     .ok_or_else(|| format!("{} bound to a missing claim", v.name_any()))?;
-                ok_if(
+                ensure(
                     volume_name_of(&c) == v.name_any() && c.uid() == r.uid,
                     || {
                         format!(
@@ -873,7 +866,7 @@ fn bound_both_ways(w: &World, name: &str) -> R {
     let c = w
         .get::<PersistentVolumeClaim>(name)
         .ok_or_else(|| format!("claim {name} missing"))?;
-    ok_if(phase_of_claim(&c) == "Bound", || {
+    ensure(phase_of_claim(&c) == "Bound", || {
         format!("{name} not Bound")
     })?;
     let v = volume_name_of(&c);
@@ -885,11 +878,11 @@ fn bound_both_ways(w: &World, name: &str) -> R {
         .as_ref()
         .and_then(|s| s.claim_ref.as_ref())
         .ok_or_else(|| format!("{v} has no claimRef"))?;
-    ok_if(r.name.as_deref() == Some(name) && r.uid == c.uid(), || {
+    ensure(r.name.as_deref() == Some(name) && r.uid == c.uid(), || {
         format!("{v} bound to {:?}", r.name)
     })?;
-    ok_if(phase_of_volume(&pv) == "Bound", || format!("{v} not Bound"))?;
-    ok_if(
+    ensure(phase_of_volume(&pv) == "Bound", || format!("{v} not Bound"))?;
+    ensure(
         annotation(&c.metadata, binder::ANN_BIND_COMPLETED) == Some("yes"),
         || format!("{name} without bind-completed"),
     )
@@ -899,7 +892,7 @@ fn released(w: &World, name: &str) -> R {
     let v = w
         .get::<PersistentVolume>(name)
         .ok_or_else(|| format!("volume {name} missing"))?;
-    ok_if(phase_of_volume(&v) == "Released", || {
+    ensure(phase_of_volume(&v) == "Released", || {
         format!("{name} is {}", phase_of_volume(&v))
     })
 }
@@ -940,7 +933,7 @@ fn pvc_protection_scenario() -> Scenario {
                 }
                 w.wait("the unused claims gone, bare protected", |w| {
                     for c in ["waiting", "unused"] {
-                        ok_if(w.get::<PersistentVolumeClaim>(c).is_none(), || {
+                        ensure(w.get::<PersistentVolumeClaim>(c).is_none(), || {
                             format!("{c} still there")
                         })?;
                     }
@@ -950,7 +943,7 @@ fn pvc_protection_scenario() -> Scenario {
                 w.state::<UserAlive>().0.store(false, Ordering::SeqCst);
                 delete(&pods, "user", &DeleteParams::default().grace_period(0)).await?;
                 w.wait("the used claim gone with its pod", |w| {
-                    ok_if(w.get::<PersistentVolumeClaim>("used").is_none(), || {
+                    ensure(w.get::<PersistentVolumeClaim>("used").is_none(), || {
                         "used still there".into()
                     })
                 })
@@ -964,14 +957,14 @@ fn pvc_protection_scenario() -> Scenario {
                 if !w.state::<UserAlive>().0.load(Ordering::SeqCst) {
                     return Ok(());
                 }
-                ok_if(w.get::<PersistentVolumeClaim>("used").is_some(), || {
+                ensure(w.get::<PersistentVolumeClaim>("used").is_some(), || {
                     "claim used removed while its pod runs".into()
                 })
             },
         ))
         .converged("deleted claims gone, the live one protected", |w| {
             for c in ["used", "waiting", "unused"] {
-                ok_if(w.get::<PersistentVolumeClaim>(c).is_none(), || {
+                ensure(w.get::<PersistentVolumeClaim>(c).is_none(), || {
                     format!("{c} still there")
                 })?;
             }
@@ -989,7 +982,7 @@ fn protected(w: &World, name: &str) -> R {
     let c = w
         .get::<PersistentVolumeClaim>(name)
         .ok_or_else(|| format!("{name} missing"))?;
-    ok_if(
+    ensure(
         c.finalizers() == [pvcprotection::PVC_PROTECTION_FINALIZER],
         || format!("{name} has finalizers {:?}", c.finalizers()),
     )
@@ -1027,7 +1020,7 @@ fn pv_protection_scenario() -> Scenario {
                     delete(&pvs, v, &DeleteParams::default()).await?;
                 }
                 w.wait("the Available volume gone, bare protected", |w| {
-                    ok_if(w.get::<PersistentVolume>("available").is_none(), || {
+                    ensure(w.get::<PersistentVolume>("available").is_none(), || {
                         "available still there".into()
                     })?;
                     pv_protected(w, "bare")
@@ -1036,7 +1029,7 @@ fn pv_protection_scenario() -> Scenario {
                 w.state::<BoundReleased>().0.store(true, Ordering::SeqCst);
                 merge_status(&pvs, "bound", json!({"status": {"phase": "Released"}})).await?;
                 w.wait("the Released volume gone", |w| {
-                    ok_if(w.get::<PersistentVolume>("bound").is_none(), || {
+                    ensure(w.get::<PersistentVolume>("bound").is_none(), || {
                         "bound still there".into()
                     })
                 })
@@ -1048,13 +1041,13 @@ fn pv_protection_scenario() -> Scenario {
             if w.state::<BoundReleased>().0.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            ok_if(w.get::<PersistentVolume>("bound").is_some(), || {
+            ensure(w.get::<PersistentVolume>("bound").is_some(), || {
                 "volume bound removed while Bound".into()
             })
         }))
         .converged("deleted volumes gone, the live one protected", |w| {
             for v in ["bound", "available"] {
-                ok_if(w.get::<PersistentVolume>(v).is_none(), || {
+                ensure(w.get::<PersistentVolume>(v).is_none(), || {
                     format!("{v} still there")
                 })?;
             }
@@ -1072,7 +1065,7 @@ fn pv_protected(w: &World, name: &str) -> R {
     let v = w
         .get::<PersistentVolume>(name)
         .ok_or_else(|| format!("{name} missing"))?;
-    ok_if(
+    ensure(
         v.finalizers() == [pvprotection::PV_PROTECTION_FINALIZER],
         || format!("{name} has finalizers {:?}", v.finalizers()),
     )
@@ -1135,7 +1128,7 @@ fn expand_scenario() -> Scenario {
                 )
                 .await?;
                 w.wait("ExternalExpanding", |w| {
-                    ok_if(has_event(w, "data", "ExternalExpanding"), || "no event yet".into())
+                    ensure(has_event(w, "data", "ExternalExpanding"), || "no event yet".into())
                 })
                 .await
             }
@@ -1151,12 +1144,12 @@ fn expand_scenario() -> Scenario {
                 .and_then(|s| s.capacity.as_ref())
                 .and_then(|c| c.get("storage"))
                 .map(|q| q.0.clone());
-            ok_if(matches!(cap.as_deref(), None | Some("1Gi")), || {
+            ensure(matches!(cap.as_deref(), None | Some("1Gi")), || {
                 format!("capacity {cap:?}")
             })
         }))
         .converged("the expansion handed over", |w| {
-            ok_if(has_event(w, "data", "ExternalExpanding"), || {
+            ensure(has_event(w, "data", "ExternalExpanding"), || {
                 "no ExternalExpanding event".into()
             })
         })
@@ -1226,7 +1219,7 @@ fn ephemeral_scenario() -> Scenario {
                     let c = w
                         .get::<PersistentVolumeClaim>("app-scratch")
                         .ok_or("app-scratch missing")?;
-                    ok_if(c.uid().as_deref() != Some(first.as_str()), || {
+                    ensure(c.uid().as_deref() != Some(first.as_str()), || {
                         "still the first claim".into()
                     })?;
                     ephemeral_claims(w, &EPHEMERAL_CLAIMS)
@@ -1240,13 +1233,13 @@ fn ephemeral_scenario() -> Scenario {
             |w| {
                 for c in w.list::<PersistentVolumeClaim>() {
                     let owners = c.owner_references();
-                    ok_if(
+                    ensure(
                         owners.len() == 1
                             && owners[0].kind == "Pod"
                             && owners[0].controller == Some(true),
                         || format!("{} owned by {owners:?}", c.name_any()),
                     )?;
-                    ok_if(
+                    ensure(
                         c.name_any().starts_with(&format!("{}-", owners[0].name)),
                         || format!("{} owned by {}", c.name_any(), owners[0].name),
                     )?;
@@ -1257,7 +1250,7 @@ fn ephemeral_scenario() -> Scenario {
         .converged("one claim per ephemeral volume, owned by its pod", |w| {
             ephemeral_claims(w, &EPHEMERAL_CLAIMS)?;
             let n = w.list::<PersistentVolumeClaim>().len();
-            ok_if(n == EPHEMERAL_CLAIMS.len(), || format!("{n} claims"))
+            ensure(n == EPHEMERAL_CLAIMS.len(), || format!("{n} claims"))
         })
 }
 
@@ -1282,13 +1275,13 @@ fn ephemeral_claims(w: &World, want: &[(&str, &str)]) -> R {
             .get::<Pod>(owner)
             .ok_or_else(|| format!("pod {owner} missing"))?;
         let owners = c.owner_references();
-        ok_if(
+        ensure(
             owners.len() == 1
                 && owners[0].uid == p.uid().unwrap_or_default()
                 && owners[0].block_owner_deletion == Some(true),
             || format!("{name} owned by {owners:?}"),
         )?;
-        ok_if(!deleting(c.as_ref()), || format!("{name} being deleted"))?;
+        ensure(!deleting(c.as_ref()), || format!("{name} being deleted"))?;
     }
     Ok(())
 }
@@ -1321,7 +1314,7 @@ async fn attach_all(w: &World, want: &[String]) -> R {
             return Ok(());
         }
         w.wait("the VolumeAttachments", |w| {
-            ok_if(
+            ensure(
                 pending
                     .iter()
                     .all(|n| w.get::<VolumeAttachment>(n).is_some()),
@@ -1386,7 +1379,7 @@ fn attach_detach_scenario() -> Scenario {
                 // p1 goes: pv-one is detached
                 delete(&pods, "p1", &DeleteParams::default().grace_period(0)).await?;
                 w.wait("pv-one detached", |w| {
-                    ok_if(w.get::<VolumeAttachment>(&va("pv-one", "node-1")).is_none(), || {
+                    ensure(w.get::<VolumeAttachment>(&va("pv-one", "node-1")).is_none(), || {
                         "pv-one still attached".into()
                     })?;
                     node_lists(w, "node-1", &[unique("pv-two")])
@@ -1395,7 +1388,7 @@ fn attach_detach_scenario() -> Scenario {
                 // a pod on node-2 wants pv-two while p2 still uses it on node-1
                 create(&pods, pod("p3", Some("node-2"), uses("two"), json!({}))).await?;
                 w.wait("the multi-attach refusal", |w| {
-                    ok_if(has_event(w, "p3", "FailedAttachVolume"), || "no event yet".into())
+                    ensure(has_event(w, "p3", "FailedAttachVolume"), || "no event yet".into())
                 })
                 .await?;
                 delete(&pods, "p2", &DeleteParams::default().grace_period(0)).await?;
@@ -1425,7 +1418,7 @@ fn attach_detach_scenario() -> Scenario {
         .converged("only pv-two, on node-2, attached and listed", |w| {
             let vas: Vec<String> = w.list::<VolumeAttachment>().iter().map(|v| v.name_any()).collect();
             let want = attachdetach::attachment_name("pv-two", DRIVER, "node-2");
-            ok_if(vas == [want], || format!("attachments {vas:?}"))?;
+            ensure(vas == [want], || format!("attachments {vas:?}"))?;
             node_lists(w, "node-1", &[])?;
             node_lists(w, "node-2", &[unique("pv-two")])
         })
@@ -1451,7 +1444,7 @@ fn node_lists(w: &World, name: &str, want: &[String]) -> R {
         .collect();
     let mut want = want.to_vec();
     want.sort();
-    ok_if(listed == want, || format!("{name} lists {listed:?}"))
+    ensure(listed == want, || format!("{name} lists {listed:?}"))
 }
 
 // ---------------------------------------------------------------------------------
@@ -1517,7 +1510,7 @@ fn resourcequota_scenario_every(sync_period: Duration) -> Scenario {
                     .is_ok();
                 delete(&pods, "before", &DeleteParams::default().grace_period(0)).await?;
                 w.wait("q gives the pod back", |w| {
-                    ok_if(w.get::<Pod>("before").is_none(), || {
+                    ensure(w.get::<Pod>("before").is_none(), || {
                         "before still seen".into()
                     })?;
                     quota_used(w, &live_pods(w).to_string())
@@ -1536,7 +1529,7 @@ fn resourcequota_scenario_every(sync_period: Duration) -> Scenario {
                                 let now = w
                                     .get::<ResourceQuota>("q")
                                     .and_then(|q| q.resource_version());
-                                ok_if(now != seen, || format!("q still at {seen:?}: {e}"))
+                                ensure(now != seen, || format!("q still at {seen:?}: {e}"))
                             })
                             .await?;
                         }
@@ -1566,7 +1559,7 @@ fn resourcequota_scenario_every(sync_period: Duration) -> Scenario {
                     return Ok(());
                 }
                 let n = live_pods(w);
-                ok_if(n <= limit as usize, || format!("{n} pods, limit {limit}"))
+                ensure(n <= limit as usize, || format!("{n} pods, limit {limit}"))
             })
             .except(&[
                 FaultKind::Conflict,
@@ -1601,7 +1594,7 @@ fn quota_used(w: &World, want: &str) -> R {
         .and_then(|s| s.used.as_ref())
         .and_then(|u| u.get("pods"))
         .map(|q| q.0.clone());
-    ok_if(used.as_deref() == Some(want), || {
+    ensure(used.as_deref() == Some(want), || {
         format!("q used pods={used:?}")
     })
 }
@@ -1614,7 +1607,7 @@ fn quota_hard(w: &World, want: &str) -> R {
         .and_then(|s| s.hard.as_ref())
         .and_then(|u| u.get("pods"))
         .map(|q| q.0.clone());
-    ok_if(hard.as_deref() == Some(want), || {
+    ensure(hard.as_deref() == Some(want), || {
         format!("q hard pods={hard:?}")
     })
 }
@@ -1677,7 +1670,7 @@ fn horizontal_pod_autoscaler_scenario() -> Scenario {
                     return Ok(());
                 };
                 let r = d.spec.replicas.unwrap_or(1);
-                ok_if([7, 3, 5].contains(&r), || format!("web scaled to {r}"))
+                ensure([7, 3, 5].contains(&r), || format!("web scaled to {r}"))
             },
         ))
         .converged("the target within bounds, the status saying so", |w| {
@@ -1698,12 +1691,12 @@ async fn horizontal_pod_autoscaler_under_faults() {
 fn scaled(w: &World, want: i32) -> R {
     let d = w.get::<Deployment>("web").ok_or("deployment web missing")?;
     let r = d.spec.replicas;
-    ok_if(r == Some(want), || format!("web has {r:?} replicas"))?;
+    ensure(r == Some(want), || format!("web has {r:?} replicas"))?;
     let h = w
         .get::<HorizontalPodAutoscaler>("web")
         .ok_or("hpa web missing")?;
     let current = h.status.as_ref().and_then(|s| s.current_replicas);
-    ok_if(current == Some(want), || format!("hpa current {current:?}"))
+    ensure(current == Some(want), || format!("hpa current {current:?}"))
 }
 
 // ---------------------------------------------------------------------------------
