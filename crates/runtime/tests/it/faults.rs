@@ -321,7 +321,9 @@ fn fanout_scenario(broken: bool) -> Scenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_without_expectations_is_caught_shrunk_and_replayed() {
-    let scenario = fanout_scenario(true);
+    // a late watch event catches it every time; a refused create (`conflict`) only when
+    // the retry outruns the cache, which depends on the machine's load
+    let scenario = fanout_scenario(true).faults(&[FaultKind::WatchDelay]);
     let exploration = Exploration {
         seed: 21,
         steps: None,
