@@ -16,7 +16,7 @@
 //!
 //! Nothing here runs unless a client is wrapped: a process without an injector pays
 //! nothing. The harness that restarts crashed processes and moves leadership is
-//! [`crate::testing`] (feature `envtest`).
+//! `coxswain_runtime::testing` (feature `envtest`).
 
 use std::collections::HashSet;
 use std::fmt;
