@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apimachinery::status::ApiError;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode};
@@ -97,14 +98,6 @@ impl FaultKind {
             FaultKind::WatchDelay => "delay",
             FaultKind::WatchDrop => "drop",
         }
-    }
-
-    /// Whether the write reaches the server (and so happened, whatever the caller hears).
-    pub fn applies_write(self) -> bool {
-        !matches!(
-            self,
-            FaultKind::Conflict | FaultKind::TooManyRequests | FaultKind::ServerError
-        )
     }
 }
 
@@ -416,24 +409,47 @@ impl Incarnation {
     }
 }
 
-fn status_response(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason, "code": code.as_u16(),
-    });
-    let mut resp = Response::new(full(Bytes::from(body.to_string())));
-    *resp.status_mut() = code;
+/// The server's answer for `error`: its `Status` body (and `Retry-After` when it says).
+fn status_response(error: &ApiError) -> Response<Body> {
+    let mut resp = Response::new(full(Bytes::from(error.to_status().to_string())));
+    *resp.status_mut() =
+        StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
-    if code == StatusCode::TOO_MANY_REQUESTS {
-        resp.headers_mut().insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from_static("1"),
-        );
+    if let Some(secs) = error.retry_after {
+        resp.headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
     }
     resp
+}
+
+/// The `Status` a refused write gets, as kube-apiserver words it.
+fn refusal(kind: FaultKind, target: Option<&Target>) -> Option<ApiError> {
+    let (group, plural) = target.map_or(("", ""), |t| {
+        let mut segs = t.collection.trim_start_matches('/').split('/');
+        let group = match segs.next() {
+            Some("apis") => segs.next().unwrap_or_default(),
+            _ => "",
+        };
+        (group, t.collection.rsplit('/').next().unwrap_or_default())
+    });
+    let name = target.and_then(|t| t.name.as_deref()).unwrap_or_default();
+    Some(match kind {
+        FaultKind::Conflict => ApiError::stale(group, plural, name),
+        FaultKind::TooManyRequests => {
+            let mut e = ApiError::new(
+                429,
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            );
+            e.retry_after = Some(1);
+            e
+        }
+        FaultKind::ServerError => ApiError::internal("injected fault"),
+        _ => return None,
+    })
 }
 
 fn full(b: Bytes) -> Body {
@@ -565,34 +581,11 @@ impl Injector {
                 return r;
             };
             let what = format!("{kind}@{n}: {} {path}", req.method());
-            match kind {
-                FaultKind::Conflict => {
-                    self.note(what);
-                    return Ok(status_response(
-                        StatusCode::CONFLICT,
-                        "Conflict",
-                        "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again",
-                    ));
-                }
-                FaultKind::TooManyRequests => {
-                    self.note(what);
-                    return Ok(status_response(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "TooManyRequests",
-                        "the server has received too many requests and has asked us to try again later",
-                    ));
-                }
-                FaultKind::ServerError => {
-                    self.note(what);
-                    return Ok(status_response(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "InternalError",
-                        "Internal error occurred: injected fault",
-                    ));
-                }
-                _ => {}
-            }
             let target = target_of(&path);
+            if let Some(error) = refusal(kind, target.as_ref()) {
+                self.note(what);
+                return Ok(status_response(&error));
+            }
             if matches!(kind, FaultKind::WatchDelay | FaultKind::WatchDrop) {
                 // armed before the write is sent: its event may reach the informer before
                 // its answer reaches the writer
@@ -639,11 +632,11 @@ impl Injector {
             self.note(format!("{what} (resourceVersion {rv:?})"));
             let answer = Response::from_parts(parts, full(bytes));
             match kind {
-                FaultKind::Timeout => Ok(status_response(
-                    StatusCode::GATEWAY_TIMEOUT,
+                FaultKind::Timeout => Ok(status_response(&ApiError::new(
+                    504,
                     "Timeout",
                     "the server was unable to return a response in the time allotted, but may still be processing the request",
-                )),
+                ))),
                 FaultKind::Crash | FaultKind::CrashStale => {
                     inc.dead.cancel();
                     let _ = self.signals.send(Signal {
@@ -677,10 +670,9 @@ impl Injector {
             }
         } else if req.method() == Method::GET {
             let target = target_of(&path);
-            let watch = query_has(&query, "watch")
-                && query
-                    .split('&')
-                    .any(|p| p == "watch=true" || p == "watch=1");
+            let watch = query
+                .split('&')
+                .any(|p| p == "watch=true" || p == "watch=1");
             if let (Some(stale), Some(t)) = (inc.stale, target.as_ref()) {
                 if t.name.is_none() && !query_has(&query, "continue") {
                     let key = format!("{}?{}", t.collection, t.namespace.as_deref().unwrap_or(""));
@@ -691,11 +683,11 @@ impl Injector {
                         .contains(&key);
                     if first && watch && query_has(&query, "sendInitialEvents") {
                         // make the informer list (at the stale version) instead
-                        return Ok(status_response(
-                            StatusCode::UNPROCESSABLE_ENTITY,
+                        return Ok(status_response(&ApiError::new(
+                            422,
                             "Invalid",
                             "sendInitialEvents is not accepted here (fault injection: stale start)",
-                        ));
+                        )));
                     }
                     // only an informer's list (paginated: it sends `limit`) lags; a
                     // controller's own direct list is a quorum read
@@ -752,10 +744,8 @@ impl Injector {
                             None => std::future::pending().await,
                         }
                     } => {
-                        let gone = serde_json::json!({"type": "ERROR", "object": {
-                            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                            "message": "too old resource version (fault injection: dropped event)",
-                            "reason": "Expired", "code": 410}});
+                        let gone = serde_json::json!({"type": "ERROR", "object":
+                            ApiError::gone("too old resource version (fault injection: dropped event)").to_status()});
                         let _ = futures::SinkExt::send(&mut tx, Ok(hyper::body::Frame::data(Bytes::from(format!("{gone}\n"))))).await;
                         return;
                     }
