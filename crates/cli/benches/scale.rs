@@ -34,7 +34,9 @@
 //! (the children's stderr and stdout, `apiserver.log`, `controller-manager.log`,
 //! `sim.log`; default: the temporary directory, removed at the end), `BENCH_LOG` (their
 //! log filter, `info` as `coxswain up`), `BENCH_DATA_DIR` (parent of the temporary data
-//! directory; default the system's).
+//! directory; default the system's), `BENCH_COXSWAIN` (the `coxswain` binary the
+//! children run, e.g. another build to compare; default the one built with the
+//! benchmark).
 //!
 //! The children are stopped by PID (SIGKILL) when the benchmark ends, fails, panics or
 //! gets SIGINT/SIGTERM. Watch the machine's memory before the full size: the three
@@ -166,6 +168,14 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// The `coxswain` binary the children run: `BENCH_COXSWAIN`, or the one Cargo built
+/// with this benchmark.
+fn coxswain_binary() -> PathBuf {
+    std::env::var_os("BENCH_COXSWAIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_coxswain")))
+}
+
 /// Start `coxswain <args>` with stdout and stderr appended to `<log_dir>/<name>.log`
 /// (stdout piped instead when `pipe_stdout`).
 fn spawn(name: &'static str, args: &[String], log_dir: &Path, pipe_stdout: bool) -> Proc {
@@ -176,7 +186,7 @@ fn spawn(name: &'static str, args: &[String], log_dir: &Path, pipe_stdout: bool)
     } else {
         Stdio::from(file.try_clone().expect("log file handle"))
     };
-    let mut command = Command::new(env!("CARGO_BIN_EXE_coxswain"));
+    let mut command = Command::new(coxswain_binary());
     die_with_parent(&mut command);
     let child = command
         .args(args)
@@ -1122,8 +1132,9 @@ async fn main() {
     };
     std::fs::create_dir_all(&log_dir).expect("log dir");
     eprintln!(
-        "scale benchmark: {nodes} nodes, {pods} pods, timeout {} s, data in {}, logs in {}",
+        "scale benchmark: {nodes} nodes, {pods} pods, timeout {} s, binary {}, data in {}, logs in {}",
         timeout.as_secs(),
+        coxswain_binary().display(),
         data.path().display(),
         log_dir.display()
     );
