@@ -1036,8 +1036,8 @@ async fn run(cluster: &mut Cluster, nodes: usize, pods: usize, timeout: Duration
         "{:<56} {:>16} {:>12}",
         "last write → CM workqueues all empty",
         queues_empty.map_or_else(
-            || { format!("no (depth {})", residual.map_or(f64::NAN, |s| s.depth)) },
-            |d| format!("{:.1} s", d.as_secs_f64())
+            || format!("no (depth {})", residual.map_or(f64::NAN, |s| s.depth)),
+            |d| format!("{:.2} s", d.as_secs_f64())
         ),
         format!("≤ {} s", QUEUE_TARGET.as_secs())
     );
