@@ -13,10 +13,14 @@
 //! - [`job`]: whether a Job finished, and how (`pkg/controller/job/util`).
 //! - [`ref_manager`]: claiming children: adopting orphans that match a selector,
 //!   releasing owned children that no longer match (`ControllerRefManager`).
+//! - [`owner_index`]: the children a claim can act on (controlled by the claimer or
+//!   orphans) and the pods a selector matches, through cache indexes instead of
+//!   namespace scans.
 
 pub mod consistency;
 pub mod expectations;
 pub mod job;
+pub mod owner_index;
 pub mod pod;
 pub mod pod_control;
 pub mod ranking;

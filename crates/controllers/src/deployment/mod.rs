@@ -48,7 +48,7 @@ use std::sync::Arc;
 use apimachinery::selector::LabelSelector;
 use coxswain_runtime::builder::ControllerBuilder;
 use coxswain_runtime::cache::{Change, Store};
-use coxswain_runtime::client::{Client, ListOptions};
+use coxswain_runtime::client::Client;
 use coxswain_runtime::controller::{
     Action, Context, Controller, ControllerOptions, ReconcileError, ReconcileResult, Reconciler,
 };
@@ -62,6 +62,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use kube::api::{Patch, PatchParams};
 
+use crate::controller_utils::owner_index;
 use coxswain_runtime::controllerutil::{get_controller_of, new_controller_ref};
 use util::{annotation, name, strategy_type, REVISION_ANNOTATION};
 
@@ -143,6 +144,8 @@ pub fn deployment_controller(
     workers: usize,
 ) -> Controller<impl Reconciler> {
     let cache = mgr.cache();
+    owner_index::register_controller_uid_index::<ReplicaSet>(cache);
+    owner_index::register_controller_uid_index::<Pod>(cache);
     let deployments = cache.informer::<Deployment>().store().clone();
     let replicasets = cache.informer::<ReplicaSet>().store().clone();
     let pods = cache.informer::<Pod>().store().clone();
@@ -304,20 +307,19 @@ impl PodHandler {
         let Some(selector) = selector_of(d).and_then(usable_selector) else {
             return 0;
         };
-        let rs_uids: Vec<String> = self
-            .replicasets
-            .list_namespace(ns)
+        let rs_uids: Vec<String> = owner_index::controlled_by(&self.replicasets, ns, uid)
             .into_iter()
-            .filter(|rs| util::is_controlled_by(&rs.metadata, uid))
             .filter_map(|rs| rs.metadata.uid.clone())
             .collect();
-        let empty = BTreeMap::new();
-        self.pods
-            .list_namespace(ns)
-            .into_iter()
-            .filter(|p| selector.matches_labels(p.metadata.labels.as_ref().unwrap_or(&empty)))
-            .filter(|p| get_controller_of(&p.metadata).is_some_and(|r| rs_uids.contains(&r.uid)))
-            .count()
+        owner_index::pods_by_controller(
+            &self.pods,
+            ns,
+            rs_uids.iter().map(String::as_str),
+            &selector,
+        )
+        .values()
+        .map(Vec::len)
+        .sum()
     }
 }
 
@@ -440,14 +442,13 @@ impl DeploymentReconciler {
         d: &Deployment,
         selector: &LabelSelector,
     ) -> Result<Vec<ReplicaSet>, Error> {
-        let all = self
-            .client
-            .list::<ReplicaSet>(&ListOptions {
-                namespace: d.metadata.namespace.clone(),
-                ..Default::default()
-            })
-            .await?;
         let uid = d.metadata.uid.clone().unwrap_or_default();
+        // the ReplicaSets claiming can act on: those it controls and the orphans
+        let all = owner_index::claimable(
+            &*owner_index::synced_store::<ReplicaSet>(self.client.cache()).await,
+            d.metadata.namespace.as_deref().unwrap_or_default(),
+            &uid,
+        );
         let deleting = d.metadata.deletion_timestamp.is_some();
         let empty = BTreeMap::new();
         let mut claimed = Vec::new();
@@ -554,25 +555,13 @@ impl DeploymentReconciler {
         selector: &LabelSelector,
         rs_list: &[ReplicaSet],
     ) -> Result<PodMap, Error> {
-        let pods = self
-            .client
-            .list::<Pod>(&ListOptions {
-                namespace: d.metadata.namespace.clone(),
-                labels: Some(selector.clone()),
-                ..Default::default()
-            })
-            .await?;
-        let mut map: PodMap = rs_list
-            .iter()
-            .filter_map(|rs| rs.metadata.uid.clone())
-            .map(|uid| (uid, Vec::new()))
-            .collect();
-        for pod in pods {
-            if let Some(list) = get_controller_of(&pod.metadata).and_then(|r| map.get_mut(&r.uid)) {
-                list.push(pod);
-            }
-        }
-        Ok(map)
+        let store = owner_index::synced_store::<Pod>(self.client.cache()).await;
+        Ok(owner_index::pods_by_controller(
+            &store,
+            d.metadata.namespace.as_deref().unwrap_or_default(),
+            rs_list.iter().filter_map(|rs| rs.metadata.uid.as_deref()),
+            selector,
+        ))
     }
 
     // -- writes ---------------------------------------------------------------------------

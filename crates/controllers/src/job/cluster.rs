@@ -8,29 +8,25 @@ use std::sync::Arc;
 
 use coxswain_runtime::cache::Cache;
 use coxswain_runtime::client::Client;
-use coxswain_runtime::controllerutil::{get_controller_of, new_controller_ref};
+use coxswain_runtime::controllerutil::new_controller_ref;
 use coxswain_runtime::events::{object_reference, EventRecorder, EventType};
 use coxswain_runtime::ObjectKey;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::jiff::Timestamp;
 
+use crate::controller_utils::owner_index;
 use crate::controller_utils::pod_control::PodControlError;
 use crate::controller_utils::PodControl;
 
 /// The pod index of [`LiveCluster`]: a pod's controller UID, or `orphan/<namespace>`
-/// for a pod without controller (upstream `PodControllerUIDIndex`).
-pub const POD_CONTROLLER_UID_INDEX: &str = "job-controller.pod-controller-uid";
+/// for a pod without controller (upstream `PodControllerUIDIndex`); the one index the
+/// workload controllers share ([`owner_index::CONTROLLER_UID_INDEX`]).
+pub const POD_CONTROLLER_UID_INDEX: &str = owner_index::CONTROLLER_UID_INDEX;
 
 /// The index values of `pod` in [`POD_CONTROLLER_UID_INDEX`].
 pub fn pod_controller_uid_index(pod: &Pod) -> Vec<String> {
-    match get_controller_of(&pod.metadata) {
-        Some(r) => vec![r.uid.clone()],
-        None => vec![format!(
-            "orphan/{}",
-            pod.metadata.namespace.as_deref().unwrap_or("")
-        )],
-    }
+    owner_index::controller_uid_index(pod)
 }
 
 /// The reads and writes of a Job sync.
@@ -89,7 +85,7 @@ impl LiveCluster {
     /// Adds the pod index the Job controller looks pods up by.
     pub fn new(client: Client, recorder: EventRecorder) -> Self {
         let cache = client.cache().clone();
-        cache.index_field::<Pod>(POD_CONTROLLER_UID_INDEX, pod_controller_uid_index);
+        owner_index::register_controller_uid_index::<Pod>(&cache);
         LiveCluster {
             fresh: client.clone().uncached::<Job>(),
             status: client.clone(),
@@ -117,7 +113,7 @@ impl Cluster for LiveCluster {
         let ns = job.metadata.namespace.as_deref().unwrap_or("");
         let uid = job.metadata.uid.as_deref().unwrap_or("");
         let mut pods = Vec::new();
-        for value in [uid.to_string(), format!("orphan/{ns}")] {
+        for value in [uid.to_string(), owner_index::orphan_value(ns)] {
             let found = self
                 .cache
                 .list_by_index::<Pod>(POD_CONTROLLER_UID_INDEX, &value)

@@ -4,7 +4,9 @@
 //!
 //! 1. Read the ReplicaSet from the cache (gone: forget its expectations).
 //! 2. Note whether its expectations are satisfied *before* listing pods.
-//! 3. List the namespace's pods from the cache, keep the active ones and claim them.
+//! 3. Look up the pods it controls and the orphans of its namespace in the cache's
+//!    controller index (what claiming every pod of the namespace would act on, see
+//!    [`crate::controller_utils::owner_index`]), keep the active ones and claim them.
 //! 4. If the expectations were satisfied and the ReplicaSet is not being deleted, create
 //!    the missing pods (at most [`BURST_REPLICAS`], in slow-start batches) or delete
 //!    the surplus (lowest ranked first), recording expectations before acting.
@@ -27,6 +29,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::kind::{ReplicaSetKind, Spec};
 use super::status::{calculate_status, status_unchanged};
+use crate::controller_utils::owner_index;
 use crate::controller_utils::ranking::ActivePodsWithRanks;
 use crate::controller_utils::{
     claim_pods, filter_active_pods, filter_terminating_pods, is_pod_active,
@@ -59,6 +62,9 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
         expectations: Arc<ControllerExpectations>,
     ) -> Self {
         let cache = client.cache().clone();
+        owner_index::register_controller_uid_index::<Pod>(&cache);
+        owner_index::register_controller_uid_index::<K>(&cache);
+        owner_index::register_pod_template_hash_index(&cache);
         ReplicaSetReconciler {
             fresh: client.clone().uncached::<K>(),
             pods: PodControl::new(client.clone(), recorder.clone()),
@@ -94,8 +100,13 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
             }
         };
         let namespace = key.namespace().unwrap_or_default();
-        let all_pods = self.cache.list::<Pod>(Some(namespace)).await;
         let controller = ControllerIdentity::of(rs.as_ref());
+        let all_pods = owner_index::claimable_pods(
+            &*owner_index::synced_store::<Pod>(&self.cache).await,
+            namespace,
+            &controller.uid,
+            spec.selector.as_ref(),
+        );
         let selects = |p: &Pod| match &p.metadata.labels {
             Some(l) => spec.selects(l),
             None => spec.selects(&Default::default()),
@@ -273,29 +284,32 @@ impl<K: ReplicaSetKind> ReplicaSetReconciler<K> {
     }
 
     /// The pods of every ReplicaSet controlled by the same owner as `rs` (a
-    /// Deployment's ReplicaSets): deletions prefer nodes that run many of them.
+    /// Deployment's ReplicaSets): deletions prefer nodes that run many of them
+    /// (upstream `getIndirectlyRelatedPods`: each sibling's pods by its selector).
     async fn indirectly_related_pods(&self, rs: &K) -> Vec<Arc<Pod>> {
         let Some(owner) = get_controller_of(rs.meta()).map(|r| r.uid.clone()) else {
             return Vec::new();
         };
         let namespace = rs.meta().namespace.clone().unwrap_or_default();
-        let pods = self.cache.list::<Pod>(Some(&namespace)).await;
+        let siblings = owner_index::controlled_by(
+            &*owner_index::synced_store::<K>(&self.cache).await,
+            &namespace,
+            &owner,
+        );
+        let pods = owner_index::synced_store::<Pod>(&self.cache).await;
         let mut seen = std::collections::HashSet::new();
         let mut related = Vec::new();
-        for sibling in self.cache.list::<K>(Some(&namespace)).await {
-            if get_controller_of(sibling.meta()).is_none_or(|r| r.uid != owner) {
-                continue;
-            }
-            let Ok(spec) = sibling.spec_view() else {
-                continue; // an invalid selector matches no pod
+        for sibling in siblings {
+            let Ok(Spec {
+                selector: Some(selector),
+                ..
+            }) = sibling.spec_view()
+            else {
+                continue; // an invalid (or missing) selector matches no pod
             };
-            for pod in &pods {
-                let selected = match &pod.metadata.labels {
-                    Some(labels) => spec.selects(labels),
-                    None => spec.selects(&Default::default()),
-                };
-                if selected && seen.insert(pod.metadata.uid.clone()) {
-                    related.push(pod.clone());
+            for pod in owner_index::pods_selected(&pods, &namespace, &selector) {
+                if seen.insert(pod.metadata.uid.clone()) {
+                    related.push(pod);
                 }
             }
         }

@@ -48,7 +48,8 @@ pub const LAST_APPLIED_CONFIG_ANNOTATION: &str = "kubectl.kubernetes.io/last-app
 /// The deprecated `spec.rollbackTo` of extensions/v1beta1, round-tripped as an annotation.
 pub const DEPRECATED_ROLLBACK_TO: &str = "deprecated.deployment.rollback.to";
 /// The label that tells the ReplicaSets (and pods) of one Deployment apart.
-pub const DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY: &str = "pod-template-hash";
+pub const DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY: &str =
+    crate::controller_utils::owner_index::POD_TEMPLATE_HASH_LABEL;
 /// Upstream keeps `revision-history` under 2000 characters (about 100 revisions).
 pub const MAX_REV_HISTORY_LENGTH_IN_CHARS: usize = 2000;
 
