@@ -14,7 +14,7 @@
 //! before and after a change compare line by line.
 //!
 //! Run: `cargo bench -p coxswain --bench apiserver` (`BENCH_OBJECTS` changes the 50,000,
-//! `BENCH_RUNS` the 7 runs of each LIST measure).
+//! `BENCH_RUNS` the 7 runs of each LIST measure, `BENCH_BIN` the server binary).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -44,7 +44,10 @@ impl Drop for Server {
 }
 
 async fn start(dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_coxswain"))
+    // BENCH_BIN: another build of the server (a copy of an earlier build, for a
+    // before/after comparison with the same client)
+    let bin = std::env::var("BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_coxswain").into());
+    let mut child = Command::new(bin)
         .args(["apiserver", "--data-dir"])
         .arg(dir)
         .args(["--bind", "127.0.0.1:0", "--log", "warn"])
@@ -236,10 +239,7 @@ async fn watch_fanout(client: &Client, payload: &str) -> (f64, usize) {
         }
     }
     let delivered = (watchers - dropped) * events;
-    (
-        delivered as f64 / (last - start).as_secs_f64(),
-        dropped,
-    )
+    (delivered as f64 / (last - start).as_secs_f64(), dropped)
 }
 
 fn ms(d: Duration) -> String {
