@@ -107,6 +107,19 @@ impl Reply {
         }
     }
 
+    /// A JSON body written as it is produced (a big LIST, in chunks), without a length;
+    /// like [`Reply::json_bytes`] otherwise.
+    pub fn json_stream(status: StatusCode, body: Body) -> Reply {
+        Reply {
+            status,
+            body,
+            content_type: "application/json",
+            warnings: Vec::new(),
+            encodable: true,
+            stored: None,
+        }
+    }
+
     /// A stored object as it is stored (its JSON; its cached protobuf encoding when
     /// protobuf was negotiated).
     pub fn stored(status: StatusCode, obj: Arc<StoredObject>) -> Reply {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use base64::Engine;
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
 use super::negotiate::{Format, Rendering};
@@ -100,6 +100,13 @@ impl Api {
         // rendered JSON, encoded at the end (no list value)
         let protobuf = format == Format::Protobuf && tabulator.is_none();
         let mut items: Vec<ListItem> = Vec::new();
+        // JSON items as stored: written from the snapshot's objects after the list's
+        // metadata is known, in chunks for a big list (other renderings build `out`)
+        let as_stored = !protobuf
+            && tabulator.is_none()
+            && rendering == Rendering::Full
+            && !crate::registry::versions::converts(def);
+        let mut stored: Vec<Arc<StoredObject>> = Vec::new();
         let mut count = 0usize;
         let mut last_key: Option<String> = None;
         let mut remaining = 0usize;
@@ -130,15 +137,13 @@ impl Api {
                 } else {
                     items.push(obj.list_item()?);
                 }
+            } else if as_stored {
+                stored.push(Arc::clone(obj));
             } else {
                 if count > 0 {
                     out.put_u8(b',');
                 }
-                if crate::registry::versions::converts(def) || rendering != Rendering::Full {
-                    out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
-                } else {
-                    out.extend_from_slice(&obj.json);
-                }
+                out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
             }
             count += 1;
             last_key = Some(k.clone());
@@ -189,6 +194,9 @@ impl Api {
             "{{\"kind\":\"{list_kind}\",\"apiVersion\":\"{list_version}\",\"metadata\":{},\"items\":[",
             Value::Object(meta)
         );
+        if as_stored {
+            return Ok(json_list(Bytes::from(head), stored, LIST_CHUNK));
+        }
         let mut body = BytesMut::with_capacity(head.len() + out.len() + 2);
         body.extend_from_slice(head.as_bytes());
         body.extend_from_slice(&out);
@@ -211,6 +219,106 @@ impl Api {
             }
             _ => Ok(self.store.snapshot(resource)),
         }
+    }
+}
+
+/// Size of the pieces a big JSON LIST body is written in.
+const LIST_CHUNK: usize = 128 * 1024;
+
+/// A JSON list of stored objects: `head` (the list up to its `items` array), the
+/// objects' stored JSON separated by commas, then `]}`. A body larger than `chunk` is
+/// streamed in pieces of about `chunk` bytes (chunked transfer encoding, as
+/// kube-apiserver writes big lists) straight from the objects, so the whole answer is
+/// never held in one buffer and the first bytes leave at once; a smaller one is one
+/// buffer with its length. The objects are the snapshot's: the stream holds no lock.
+fn json_list(head: Bytes, items: Vec<Arc<StoredObject>>, chunk: usize) -> Reply {
+    let commas = items.len().saturating_sub(1);
+    let size = head.len() + items.iter().map(|o| o.json.len()).sum::<usize>() + commas + 2;
+    if size <= chunk {
+        return Reply::json_bytes(StatusCode::OK, one_buffer(&head, &items));
+    }
+    Reply::json_stream(
+        StatusCode::OK,
+        axum::body::Body::from_stream(futures::stream::iter(
+            ListPieces::new(head, items, chunk).map(Ok::<Bytes, std::convert::Infallible>),
+        )),
+    )
+}
+
+/// A JSON list of stored objects in one buffer.
+fn one_buffer(head: &[u8], items: &[Arc<StoredObject>]) -> Bytes {
+    let size = head.len()
+        + items.iter().map(|o| o.json.len()).sum::<usize>()
+        + items.len().saturating_sub(1)
+        + 2;
+    let mut body = BytesMut::with_capacity(size);
+    body.extend_from_slice(head);
+    for (i, obj) in items.iter().enumerate() {
+        if i > 0 {
+            body.put_u8(b',');
+        }
+        body.extend_from_slice(&obj.json);
+    }
+    body.extend_from_slice(b"]}");
+    body.freeze()
+}
+
+/// The pieces of a JSON list body: each about `chunk` bytes (at least one object, so
+/// an object larger than `chunk` is a piece of its own size), the first starting with
+/// the head, the last ending with `]}`.
+struct ListPieces {
+    head: Option<Bytes>,
+    items: std::iter::Peekable<std::vec::IntoIter<Arc<StoredObject>>>,
+    first: bool,
+    done: bool,
+    chunk: usize,
+}
+
+impl ListPieces {
+    fn new(head: Bytes, items: Vec<Arc<StoredObject>>, chunk: usize) -> ListPieces {
+        ListPieces {
+            head: Some(head),
+            items: items.into_iter().peekable(),
+            first: true,
+            done: false,
+            chunk,
+        }
+    }
+}
+
+impl Iterator for ListPieces {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut buf = BytesMut::with_capacity(self.chunk);
+        if let Some(head) = self.head.take() {
+            buf.extend_from_slice(&head);
+        }
+        loop {
+            let Some(obj) = self.items.peek() else {
+                if !buf.is_empty() && buf.len() + 2 > self.chunk {
+                    // the end in a piece of its own
+                    break;
+                }
+                buf.extend_from_slice(b"]}");
+                self.done = true;
+                break;
+            };
+            let len = obj.json.len() + usize::from(!self.first);
+            if !buf.is_empty() && buf.len() + len > self.chunk {
+                break;
+            }
+            if !self.first {
+                buf.put_u8(b',');
+            }
+            self.first = false;
+            buf.extend_from_slice(&obj.json);
+            self.items.next();
+        }
+        Some(buf.freeze())
     }
 }
 
@@ -317,4 +425,351 @@ fn decode_continue(tok: &str) -> ApiResult<(u64, String)> {
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     Ok((rv, start.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use axum::body::HttpBody as _;
+    use axum::http::{HeaderMap, HeaderValue, Method};
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::endpoints::negotiate::Format;
+    use crate::endpoints::request::{route_in, Query, Route};
+    use crate::storage::persist::Committer;
+    use crate::storage::store::Store;
+
+    const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    const METADATA: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+    const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+    /// A response as the client gets it: content type, the body's frames, and the body
+    /// length when the response announces it.
+    struct Answer {
+        status: u16,
+        content_type: String,
+        frames: Vec<Bytes>,
+        exact: Option<u64>,
+    }
+
+    impl Answer {
+        fn body(&self) -> Vec<u8> {
+            self.frames.concat()
+        }
+
+        fn value(&self) -> Value {
+            serde_json::from_slice(&self.body()).expect("JSON body")
+        }
+    }
+
+    async fn api() -> Arc<Api> {
+        let store = Store::new(0, HashMap::new(), Committer::start(None), 100_000);
+        store.attach_committer();
+        Arc::new(Api::new(
+            store,
+            Duration::from_secs(60),
+            crate::registry::custom::Registry::default(),
+            crate::auth::Auth::none(),
+        ))
+    }
+
+    async fn call(api: &Arc<Api>, method: Method, uri: &str, accept: &str, body: Value) -> Answer {
+        let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+        let Ok(Route::Resource(target)) = route_in(&api.catalog(), path) else {
+            panic!("no resource at {path}");
+        };
+        let format = Format::for_accept(accept, false);
+        let mut headers = HeaderMap::new();
+        headers.insert("accept", HeaderValue::from_str(accept).unwrap());
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        let body = if body.is_null() {
+            Bytes::new()
+        } else {
+            Bytes::from(serde_json::to_vec(&body).unwrap())
+        };
+        let query = Query::parse(Some(query));
+        let served = api.serve(&method, target, &query, &headers, body);
+        let user = Arc::new(crate::machinery::user::UserInfo::apiserver());
+        let response = match crate::machinery::user::scope(user, served).await {
+            Ok(reply) => reply.into_response_as(format).await,
+            Err(e) => crate::endpoints::error_response_as(&e, format),
+        };
+        let status = response.status().as_u16();
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let mut body = response.into_body();
+        let exact = body.size_hint().exact();
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.expect("body frame").into_data() {
+                frames.push(data);
+            }
+        }
+        Answer {
+            status,
+            content_type,
+            frames,
+            exact,
+        }
+    }
+
+    /// `count` ConfigMaps of about `size` bytes in namespace `ns` (and `empty`, with
+    /// none); names `cm-000`, `cm-001`, ..., every third labelled `third=yes`.
+    async fn populated(ns: &str, count: usize, size: usize) -> Arc<Api> {
+        let api = api().await;
+        for n in [ns, "empty"] {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+            let a = call(&api, Method::POST, "/api/v1/namespaces", "", ns).await;
+            assert_eq!(a.status, 201);
+        }
+        let payload = "x".repeat(size);
+        for i in 0..count {
+            let mut labels = serde_json::Map::new();
+            if i % 3 == 0 {
+                labels.insert("third".into(), json!("yes"));
+            }
+            let cm = json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i:03}"), "labels": labels},
+                "data": {"payload": payload},
+            });
+            let uri = format!("/api/v1/namespaces/{ns}/configmaps");
+            assert_eq!(call(&api, Method::POST, &uri, "", cm).await.status, 201);
+        }
+        api
+    }
+
+    /// The JSON list body as the server wrote it in one buffer before lists were
+    /// streamed: the list's kind, apiVersion and metadata (a `serde_json` map), then the
+    /// items' stored JSON joined with commas.
+    fn one_buffer_body(meta: &Value, items: &[Arc<StoredObject>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, obj) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&obj.json);
+        }
+        let head = format!(
+            "{{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[",
+            meta
+        );
+        let mut body = head.into_bytes();
+        body.extend_from_slice(&out);
+        body.extend_from_slice(b"]}");
+        body
+    }
+
+    /// The stored objects of `ns` named in a list answer, in its order.
+    fn stored_items(api: &Api, ns: &str, list: &Value) -> Vec<Arc<StoredObject>> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let name = i["metadata"]["name"].as_str().unwrap();
+                api.store
+                    .get("/configmaps", &format!("{ns}/{name}"))
+                    .expect("stored object")
+            })
+            .collect()
+    }
+
+    fn names(list: &Value) -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Checks a JSON list answer: 200, `application/json`, and the body byte for byte as
+    /// the one-buffer writer made it; streamed (no length, pieces of at most a chunk)
+    /// exactly when it is larger than a chunk. Returns the list.
+    fn check_list(api: &Api, ns: &str, a: &Answer) -> Value {
+        assert_eq!(a.status, 200);
+        assert_eq!(a.content_type, "application/json");
+        let list = a.value();
+        let items = stored_items(api, ns, &list);
+        let body = a.body();
+        assert_eq!(
+            body,
+            one_buffer_body(&list["metadata"], &items),
+            "streamed body equals the one-buffer body"
+        );
+        if body.len() > LIST_CHUNK {
+            assert_eq!(a.exact, None, "a big list is streamed");
+            assert!(a.frames.len() > 1);
+            assert!(a.frames.iter().all(|f| f.len() <= LIST_CHUNK));
+        } else {
+            assert_eq!(
+                a.exact,
+                Some(body.len() as u64),
+                "a small list is one buffer"
+            );
+        }
+        list
+    }
+
+    #[tokio::test]
+    async fn streamed_lists_are_byte_identical_to_one_buffer_lists() {
+        // 300 objects of ~1.3 KiB: ~400 KiB, four chunks
+        let api = populated("t", 300, 1024).await;
+        let all = check_list(
+            &api,
+            "t",
+            &call(
+                &api,
+                Method::GET,
+                "/api/v1/namespaces/t/configmaps",
+                "",
+                Value::Null,
+            )
+            .await,
+        );
+        assert_eq!(names(&all).len(), 300);
+        assert!(all["metadata"]["resourceVersion"].is_string());
+        assert!(all["metadata"].get("continue").is_none());
+        // empty
+        let empty = check_list(
+            &api,
+            "empty",
+            &call(
+                &api,
+                Method::GET,
+                "/api/v1/namespaces/empty/configmaps",
+                "",
+                Value::Null,
+            )
+            .await,
+        );
+        assert_eq!(names(&empty).len(), 0);
+        // small: one buffer
+        let small = check_list(
+            &api,
+            "t",
+            &call(
+                &api,
+                Method::GET,
+                "/api/v1/namespaces/t/configmaps?limit=2",
+                "",
+                Value::Null,
+            )
+            .await,
+        );
+        assert_eq!(names(&small), ["cm-000", "cm-001"]);
+        assert_eq!(small["metadata"]["remainingItemCount"], json!(298));
+        // a selector: no remainingItemCount
+        let third = check_list(
+            &api,
+            "t",
+            &call(
+                &api,
+                Method::GET,
+                "/api/v1/namespaces/t/configmaps?labelSelector=third%3Dyes",
+                "",
+                Value::Null,
+            )
+            .await,
+        );
+        assert_eq!(names(&third).len(), 100);
+        // pages of 120 (~160 KiB each, streamed) through continue tokens, at the first
+        // page's resourceVersion even after a write
+        let mut uri = "/api/v1/namespaces/t/configmaps?limit=120".to_string();
+        let mut seen = Vec::new();
+        let mut rv = None;
+        loop {
+            let page = check_list(
+                &api,
+                "t",
+                &call(&api, Method::GET, &uri, "", Value::Null).await,
+            );
+            let page_rv = page["metadata"]["resourceVersion"].clone();
+            assert_eq!(*rv.get_or_insert(page_rv.clone()), page_rv);
+            seen.extend(names(&page));
+            if seen.len() == 120 {
+                let late = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "zz-late"}});
+                let a = call(
+                    &api,
+                    Method::POST,
+                    "/api/v1/namespaces/t/configmaps",
+                    "",
+                    late,
+                )
+                .await;
+                assert_eq!(a.status, 201);
+            }
+            match page["metadata"]["continue"].as_str() {
+                Some(c) => {
+                    assert_eq!(
+                        page["metadata"]["remainingItemCount"],
+                        json!(300 - seen.len())
+                    );
+                    uri = format!("/api/v1/namespaces/t/configmaps?limit=120&continue={c}");
+                }
+                None => break,
+            }
+        }
+        assert_eq!(seen, names(&all));
+    }
+
+    #[test]
+    fn pieces_join_to_the_one_buffer_body() {
+        let obj = |name: &str, size: usize| {
+            let v = json!({"metadata": {"name": name}, "data": {"p": "y".repeat(size)}});
+            Arc::new(StoredObject::from_value(1, &v, &[]).unwrap())
+        };
+        let head = Bytes::from_static(b"{\"kind\":\"ConfigMapList\",\"items\":[");
+        let sets: Vec<Vec<Arc<StoredObject>>> = vec![
+            vec![],
+            vec![obj("a", 10)],
+            (0..50).map(|i| obj(&format!("o{i}"), i * 7)).collect(),
+            // objects larger than a chunk are pieces of their own
+            vec![obj("small", 1), obj("big", 500), obj("tiny", 0)],
+        ];
+        for items in sets {
+            let whole = one_buffer(&head, &items);
+            for chunk in [1, 16, 64, 100, 1 << 20] {
+                let pieces: Vec<Bytes> =
+                    ListPieces::new(head.clone(), items.clone(), chunk).collect();
+                assert_eq!(pieces.concat(), whole.to_vec(), "chunk {chunk}");
+                // no piece is larger than a chunk but one holding only the head, one
+                // object (and its comma) or the end
+                let largest = items.iter().map(|o| o.json.len() + 1).max().unwrap_or(0);
+                let bound = chunk.max(largest).max(head.len()).max(2);
+                assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= bound));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn tables_metadata_and_protobuf_lists_stay_one_buffer() {
+        let api = populated("t", 200, 1024).await;
+        let uri = "/api/v1/namespaces/t/configmaps";
+        let table = call(&api, Method::GET, uri, TABLE, Value::Null).await;
+        assert_eq!(table.status, 200);
+        assert!(table.exact.is_some());
+        let t = table.value();
+        assert_eq!(t["kind"], "Table");
+        assert_eq!(t["rows"].as_array().unwrap().len(), 200);
+        let meta = call(&api, Method::GET, uri, METADATA, Value::Null).await;
+        assert_eq!(meta.status, 200);
+        assert!(meta.exact.is_some());
+        let m = meta.value();
+        assert_eq!(m["kind"], "PartialObjectMetadataList");
+        assert_eq!(m["items"].as_array().unwrap().len(), 200);
+        assert!(m["items"][0].get("data").is_none());
+        let pb = call(&api, Method::GET, uri, PROTOBUF, Value::Null).await;
+        assert_eq!(pb.status, 200);
+        assert_eq!(pb.content_type, PROTOBUF);
+        assert!(pb.exact.is_some());
+        assert!(pb.body().starts_with(b"k8s\0"));
+    }
 }
