@@ -48,10 +48,13 @@ impl StoredObject {
     pub fn from_value(rv: u64, value: &Value, selectable: &[&str]) -> ApiResult<StoredObject> {
         let json = serde_json::to_vec(value)
             .map_err(|e| ApiError::internal(format!("serialising object: {e}")))?;
-        // into_boxed_slice drops the growth slack: stored bytes are exactly the JSON
+        // A copy into an allocation of exactly the JSON's size: the serialiser's buffer
+        // has grown by doubling, and shrinking it in place (`into_boxed_slice`) lets the
+        // allocator (mimalloc keeps a block that is at most half unused) hold on to the
+        // larger block for as long as the object is stored.
         Ok(Self::with_json(
             rv,
-            Bytes::from(json.into_boxed_slice()),
+            Bytes::copy_from_slice(&json),
             value,
             selectable,
         ))
