@@ -75,8 +75,10 @@ fn db_key(resource: &str, key: &str) -> String {
 
 /// Open (or create) the database at `path` and read everything in it.
 pub fn open(path: &Path) -> Result<(Database, Loaded), PersistError> {
+    // redb's page cache: every object is also in memory, so the cache only serves the
+    // commits' page writes and the start-up read, and 2 MiB of it is enough
     let db = Database::builder()
-        .set_cache_size(8 * 1024 * 1024)
+        .set_cache_size(2 * 1024 * 1024)
         .create(path)
         .map_err(db_err)?;
     {
