@@ -84,9 +84,11 @@ pub async fn run_child_if_asked() -> bool {
         .await
         .expect("config");
     let controllers = args[pos + 2].split(',').map(str::to_string).collect();
+    // the client limits of the measurements (BENCH_QPS=0: no limit)
     let config = coxswain_controllers::controller_manager::ControllerManagerConfig {
         leader_elect: false,
-        kube_api_qps: 0.0,
+        kube_api_qps: env_usize("BENCH_QPS", 1000) as f32,
+        kube_api_burst: env_usize("BENCH_BURST", 2000) as u32,
         secure_port: 0,
         min_resync_period: Duration::ZERO,
         controllers,
@@ -150,6 +152,19 @@ impl ControllerManagerChild {
             (Some(u), Some(s)) => (u + s) / 100.0,
             _ => f64::NAN,
         }
+    }
+
+    /// A `/proc/<pid>/status` field of the child in KiB (`VmHWM:` is its peak RSS so
+    /// far, `VmRSS:` its RSS now); NaN when unreadable.
+    pub fn status_kib_now(&self, field: &str) -> f64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix(field))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(f64::NAN)
     }
 
     /// Stop it (SIGTERM) and return its CPU seconds and peak RSS in KiB (NaN when it
@@ -231,4 +246,11 @@ pub fn print_controller_manager(cpu: f64, peak_kib: f64) {
         "  controller manager peak RSS    {:.1} MiB",
         peak_kib / 1024.0
     );
+}
+
+/// The load averages of the machine (`/proc/loadavg`'s first three fields).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }

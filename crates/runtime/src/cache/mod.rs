@@ -77,6 +77,8 @@ pub struct Cache {
     metadata: Mutex<HashMap<String, MetaEntry>>,
     namespace: Option<String>,
     transforms: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// per-kind storage of the default informers ([`Cache::set_storage_of`])
+    storage_of: Mutex<HashMap<TypeId, Storage>>,
     defaults: InformerConfig,
     cancel: CancellationToken,
 }
@@ -90,6 +92,7 @@ impl Cache {
             metadata: Mutex::new(HashMap::new()),
             namespace: None,
             transforms: Mutex::new(HashMap::new()),
+            storage_of: Mutex::new(HashMap::new()),
             defaults: InformerConfig::default(),
             cancel,
         }
@@ -115,6 +118,39 @@ impl Cache {
     /// than objects change, such as a controller manager).
     pub fn set_default_storage(&mut self, storage: Storage) {
         self.defaults.storage = storage;
+    }
+
+    /// How the default informer of `K` ([`Cache::informer`], and the reads that use it)
+    /// holds objects, overriding [`Cache::set_default_storage`] for that kind: a process
+    /// can keep its most numerous kind compact (pods, say) while the kinds its hot paths
+    /// list stay decoded. Applies to informers of `K` started after this call; set it
+    /// before the first use of the kind.
+    ///
+    /// ```no_run
+    /// # fn demo(cache: &coxswain_runtime::cache::Cache) {
+    /// use coxswain_runtime::cache::Storage;
+    /// cache.set_storage_of::<k8s_openapi::api::core::v1::Pod>(Storage::Compact);
+    /// # }
+    /// ```
+    pub fn set_storage_of<K: CachedKind>(&self, storage: Storage) {
+        self.storage_of
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(TypeId::of::<K>(), storage);
+    }
+
+    /// The configuration of `K`'s default informer: the defaults, with `K`'s storage.
+    fn default_config_of<K: CachedKind>(&self) -> InformerConfig {
+        let mut config = self.defaults.clone();
+        if let Some(s) = self
+            .storage_of
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&TypeId::of::<K>())
+        {
+            config.storage = *s;
+        }
+        config
     }
 
     /// The namespace the cache is restricted to, if any.
@@ -280,9 +316,10 @@ impl Cache {
             .insert(TypeId::of::<K>(), Arc::new(t));
     }
 
-    /// The default informer for `K` (all namespaces, no selectors).
+    /// The default informer for `K` (all namespaces, no selectors; held as
+    /// [`Cache::set_storage_of`] or [`Cache::set_default_storage`] say).
     pub fn informer<K: CachedKind>(&self) -> Arc<Informer<K>> {
-        self.informer_with(self.defaults.clone())
+        self.informer_with(self.default_config_of::<K>())
     }
 
     /// Whether every informer started so far has loaded its initial state (the manager's
@@ -350,5 +387,49 @@ impl Cache {
         value: &str,
     ) -> Option<Vec<Arc<K>>> {
         self.synced_store::<K>().await.by_index(index, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+    /// A cache whose informers never reach a server (nothing listens on port 1).
+    fn offline_cache(cancel: &CancellationToken) -> Cache {
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("url"));
+        let client = Client::try_from(config).expect("client");
+        Cache::new(client, cancel.clone())
+    }
+
+    #[tokio::test]
+    async fn storage_of_a_kind_overrides_the_default_storage() {
+        let cancel = CancellationToken::new();
+        let mut cache = offline_cache(&cancel);
+        cache.set_default_storage(Storage::Decoded);
+        cache.set_storage_of::<Pod>(Storage::Compact);
+        let pods = cache.informer::<Pod>();
+        assert_eq!(pods.config().storage, Storage::Compact);
+        assert_eq!(
+            cache.informer::<ConfigMap>().config().storage,
+            Storage::Decoded
+        );
+        // the default informer stays one shared informer
+        assert!(Arc::ptr_eq(&pods, &cache.informer::<Pod>()));
+        assert_eq!(cache.informer_count(), 2);
+        cancel.cancel();
+    }
+
+    #[tokio::test]
+    async fn without_an_override_a_kind_has_the_default_storage() {
+        let cancel = CancellationToken::new();
+        let cache = offline_cache(&cancel);
+        assert_eq!(cache.informer::<Pod>().config().storage, Storage::Compact);
+        cache.set_storage_of::<ConfigMap>(Storage::Decoded);
+        assert_eq!(
+            cache.informer::<ConfigMap>().config().storage,
+            Storage::Decoded
+        );
+        cancel.cancel();
     }
 }
