@@ -208,8 +208,8 @@ pub async fn run_with_address(
         health_probe_bind_address: address,
         sync_period: (!config.min_resync_period.is_zero()).then_some(resync),
         client_qps: Some((config.kube_api_qps, config.kube_api_burst)),
-        // the workload controllers list pods and ReplicaSets on every sync: share decoded
-        // objects as client-go's informers do instead of decoding per read
+        // kinds the controllers read on every sync stay decoded, shared as client-go's
+        // informers share them; pods (the most numerous) are compact, below
         cache_storage: coxswain_runtime::cache::Storage::Decoded,
         ..ManagerOptions::default()
     };
@@ -225,6 +225,11 @@ pub async fn run_with_address(
     );
     let root_config = kube.clone();
     let manager = Manager::new(kube, options)?;
+    // pods are most of a cluster's objects; the workload controllers reach them through
+    // owner indexes, so a sync decodes only its own pods
+    manager
+        .cache()
+        .set_storage_of::<k8s_openapi::api::core::v1::Pod>(coxswain_runtime::cache::Storage::Compact);
     // the identities' event writers stop after the controllers
     let identities = CancellationToken::new();
     let _stop_identities = identities.clone().drop_guard();
