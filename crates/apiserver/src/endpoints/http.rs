@@ -149,6 +149,9 @@ async fn handle(State(state): State<Arc<HttpState>>, req: Request) -> Response {
             return health(&path, &query)
         }
         "/version" | "/version/" => return json(&discovery::version()),
+        crate::storage::snapshot::PATH if parts.method == Method::GET => {
+            return crate::storage::snapshot::response(&state.api.store)
+        }
         crate::endpoints::oidc::CONFIGURATION_PATH | crate::endpoints::oidc::JWKS_PATH => {
             return crate::endpoints::oidc::serve(
                 state.api.auth.service_accounts.as_deref(),

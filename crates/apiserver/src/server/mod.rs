@@ -27,10 +27,17 @@ use crate::endpoints::http::{router, HttpState};
 use crate::endpoints::request::{Query, Target};
 use crate::endpoints::Api;
 use crate::registry::catalog::Catalog;
-use crate::storage::persist::{self, Committer};
+use crate::storage::persist::Committer;
 use crate::storage::store::{Store, StoredObject, Table};
 
 pub use crate::auth::authn::AuthnOptions;
+/// Fault injection in the storage layer (tests only).
+#[cfg(feature = "failpoints")]
+pub use crate::storage::failpoints;
+/// The database: its file name, format version, errors and `--check`.
+pub use crate::storage::persist;
+/// Snapshots of a running cluster and their restore.
+pub use crate::storage::snapshot;
 
 /// Server options.
 #[derive(Clone, Debug)]
@@ -65,6 +72,12 @@ pub struct Config {
     /// Where Service references (APIService `spec.service`, webhook
     /// `clientConfig.service`) are served: `--service-proxy-map`.
     pub service_map: servicemap::ServiceMap,
+    /// Start afresh when the database file exists but is empty (0 bytes), instead of
+    /// refusing (`--allow-empty-database`).
+    pub allow_empty_database: bool,
+    /// Faults injected into the storage layer (tests only).
+    #[cfg(feature = "failpoints")]
+    pub failpoints: Option<Arc<crate::storage::failpoints::Failpoints>>,
 }
 
 impl Config {
@@ -83,7 +96,21 @@ impl Config {
             metrics_api: false,
             extra_tokens: Vec::new(),
             service_map: servicemap::ServiceMap::new(),
+            allow_empty_database: false,
+            #[cfg(feature = "failpoints")]
+            failpoints: None,
         }
+    }
+
+    /// How the database of this configuration is opened.
+    pub fn storage(&self) -> persist::OpenOptions {
+        let mut o = persist::OpenOptions::new(self.data_dir.join(persist::DB_FILE));
+        o.allow_empty = self.allow_empty_database;
+        #[cfg(feature = "failpoints")]
+        {
+            o.failpoints = self.failpoints.clone();
+        }
+        o
     }
 }
 
@@ -159,7 +186,8 @@ impl Running {
 fn load_tables(
     objects: Vec<(String, String, Vec<u8>)>,
     catalog: &Catalog,
-) -> HashMap<Arc<str>, Table> {
+    file: &std::path::Path,
+) -> Result<HashMap<Arc<str>, Table>, persist::PersistError> {
     // stored objects index the selectable fields of their storage version (custom
     // resources: those their CRD declares)
     let by_storage: HashMap<String, &crate::registry::catalog::ResourceDef> = catalog
@@ -169,10 +197,12 @@ fn load_tables(
         .collect();
     let mut tables: HashMap<Arc<str>, Table> = HashMap::new();
     for (resource, key, json) in objects {
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&json) else {
-            tracing::warn!(%resource, %key, "skipping an undecodable stored object");
-            continue;
-        };
+        let value = serde_json::from_slice::<serde_json::Value>(&json).map_err(|e| {
+            persist::PersistError::Damaged {
+                path: file.to_path_buf(),
+                found: format!("the stored object {resource} {key} is not JSON ({e})"),
+            }
+        })?;
         let rv = value
             .pointer("/metadata/resourceVersion")
             .and_then(|v| v.as_str())
@@ -188,7 +218,7 @@ fn load_tables(
             .or_default()
             .insert(key, Arc::new(obj));
     }
-    tables
+    Ok(tables)
 }
 
 /// Create the bootstrap namespaces and the `kubernetes` service when missing, and keep the
@@ -397,7 +427,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartError::Io(config.data_dir.display().to_string(), e))?;
     let (db, loaded) = if config.persist {
-        let (db, loaded) = persist::open(&config.data_dir.join("coxswain.redb"))?;
+        let (db, loaded) = persist::open(&config.storage())?;
         (Some(db), loaded)
     } else {
         (
@@ -417,7 +447,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .filter_map(|(_, _, json)| serde_json::from_slice(json).ok())
         .collect();
     crds.sync(stored_crds.iter());
-    let tables = load_tables(loaded.objects, &crds.catalog());
+    let tables = load_tables(loaded.objects, &crds.catalog(), &config.storage().path)?;
     let committer = Committer::start(db);
     let store = Store::new(loaded.rv, tables, committer, config.history.max(1));
     store.attach_committer();

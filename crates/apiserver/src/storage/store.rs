@@ -7,6 +7,11 @@
 //! and hands the change to the [`crate::storage::persist`] committer. Watchers see an event only
 //! after the committer made it durable, in resourceVersion order.
 //!
+//! A write is applied in memory before it is durable; until then it stays in an undo log.
+//! Should its commit fail, the committer asks the store to [`Store::roll_back`] every
+//! write not yet durable (the failed ones and the later ones, which may build on them),
+//! so that memory equals the file again and watchers never see them.
+//!
 //! Objects are held as their serialised JSON plus the few values selectors need
 //! (labels and per-kind selectable fields), which keeps memory close to the size of the
 //! data and makes LIST a concatenation of byte slices.
@@ -19,7 +24,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::machinery::protobuf::encode::{encode_object, Encoded, ListItem};
-use crate::storage::persist::{Committer, PersistOp};
+use crate::storage::persist::{Committer, PersistOp, Sink};
 use apimachinery::status::{ApiError, ApiResult};
 
 /// Ordered table of one resource: key `namespace/name` (or `name`) → object.
@@ -235,6 +240,9 @@ struct Inner {
     history: VecDeque<Arc<Event>>,
     /// Events with rv > this are all in `history`.
     history_floor: u64,
+    /// Writes applied in memory but not yet durable (rv > `committed_rv`), oldest first:
+    /// the undo log of a failed commit.
+    uncommitted: VecDeque<Arc<Event>>,
 }
 
 /// The shared object store.
@@ -279,6 +287,7 @@ impl Store {
                 tables,
                 history: VecDeque::new(),
                 history_floor: rv,
+                uncommitted: VecDeque::new(),
             }),
             events,
             committer,
@@ -286,15 +295,11 @@ impl Store {
         })
     }
 
-    /// Connect the committer to this store so that it publishes committed events.
+    /// Connect the committer to this store so that it publishes committed events and
+    /// rolls back failed ones.
     pub fn attach_committer(self: &Arc<Self>) {
-        let store = Arc::downgrade(self);
         self.committer
-            .attach(Box::new(move |events: Vec<Arc<Event>>| {
-                if let Some(s) = store.upgrade() {
-                    s.publish(&events);
-                }
-            }));
+            .attach(Box::new(CommitterSink(Arc::downgrade(self))));
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -522,6 +527,7 @@ impl Store {
                     resource: resource_key.clone(),
                     key: key.to_string(),
                     json: None,
+                    prev: current.as_ref().map(|c| c.json.clone()),
                     rv: next_rv,
                 }
             } else {
@@ -530,6 +536,7 @@ impl Store {
                     resource: resource_key.clone(),
                     key: key.to_string(),
                     json: Some(object.json.clone()),
+                    prev: current.as_ref().map(|c| c.json.clone()),
                     rv: next_rv,
                 }
             };
@@ -542,6 +549,7 @@ impl Store {
                 prev: current,
             });
             inner.history.push_back(event.clone());
+            inner.uncommitted.push_back(event.clone());
             while inner.history.len() > self.history_limit {
                 if let Some(old) = inner.history.pop_front() {
                     inner.history_floor = old.rv;
@@ -573,6 +581,80 @@ impl Store {
             // No receivers is fine.
             let _ = self.events.send(ev.clone());
         }
+        let committed = inner.committed_rv;
+        while inner.uncommitted.front().is_some_and(|e| e.rv <= committed) {
+            inner.uncommitted.pop_front();
+        }
+    }
+
+    /// Called by the committer when a commit failed: undo every write not yet durable,
+    /// newest first, drop their events from the history (watchers never see them), and
+    /// return the last resourceVersion handed out (the writes up to it fail). The
+    /// resourceVersion counter does not go back: versions handed out stay unique.
+    pub fn roll_back(&self) -> u64 {
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        let undone = inner.uncommitted.len();
+        while let Some(ev) = inner.uncommitted.pop_back() {
+            let table = inner.tables.entry(ev.resource.clone()).or_default();
+            match &ev.prev {
+                Some(p) => {
+                    table.insert(ev.key.clone(), p.clone());
+                }
+                None => {
+                    table.remove(&ev.key);
+                }
+            }
+        }
+        let committed = inner.committed_rv;
+        while inner.history.back().is_some_and(|e| e.rv > committed) {
+            inner.history.pop_back();
+        }
+        if inner.history_floor > committed {
+            // the history was trimmed into the undone writes: it is empty now, and nothing
+            // durable follows `committed`
+            inner.history_floor = committed;
+        }
+        tracing::warn!(
+            writes = undone,
+            committed_rv = committed,
+            "rolled back the writes of a failed commit"
+        );
+        inner.rv
+    }
+
+    /// Every resource's objects as of the last durable resourceVersion (a snapshot of
+    /// the cluster: cheap, the tables are persistent maps), with that resourceVersion.
+    pub fn committed_tables(&self) -> (u64, HashMap<Arc<str>, Table>) {
+        let inner = self.lock();
+        let mut tables = inner.tables.clone();
+        for ev in inner.uncommitted.iter().rev() {
+            let table = tables.entry(ev.resource.clone()).or_default();
+            match &ev.prev {
+                Some(p) => {
+                    table.insert(ev.key.clone(), p.clone());
+                }
+                None => {
+                    table.remove(&ev.key);
+                }
+            }
+        }
+        (inner.committed_rv, tables)
+    }
+}
+
+/// The committer's view of the store.
+struct CommitterSink(std::sync::Weak<Store>);
+
+impl Sink<Arc<Event>> for CommitterSink {
+    fn publish(&self, events: Vec<Arc<Event>>) {
+        if let Some(s) = self.0.upgrade() {
+            s.publish(&events);
+        }
+    }
+
+    fn roll_back(&self) -> u64 {
+        self.0.upgrade().map(|s| s.roll_back()).unwrap_or(0)
     }
 }
 

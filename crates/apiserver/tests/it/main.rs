@@ -22,5 +22,6 @@ mod rbac_bootstrap;
 mod reference;
 mod roundtrip;
 mod services;
+mod storage_faults;
 mod tables;
 mod webhooks;
