@@ -1,8 +1,10 @@
-//! The `coxswain` binary: `up`, `apiserver`, `controller-manager` and `sim` sub-commands.
+//! The `coxswain` binary: `up`, `apiserver`, `controller-manager`, `sim` and `snapshot`
+//! sub-commands.
 
 #![forbid(unsafe_code)]
 
 mod controller_manager;
+mod snapshot;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,6 +64,15 @@ struct ServerArgs {
     #[arg(long, value_name = "NAMESPACE/NAME:PORT=HOST:PORT",
           value_parser = coxswain_apiserver::server::servicemap::parse)]
     service_proxy_map: Vec<coxswain_apiserver::server::servicemap::ServiceMapping>,
+    /// Start afresh with an empty cluster when the database file exists but is empty
+    /// (0 bytes); without it such a file is refused, never silently replaced.
+    #[arg(long)]
+    allow_empty_database: bool,
+    /// Verify the database in --data-dir and exit (0: sound, 1: damaged): it opens,
+    /// passes redb's integrity check, every object is JSON stored under its
+    /// namespace/name with a resourceVersion at most the database's.
+    #[arg(long)]
+    check: bool,
     #[command(flatten)]
     authn: AuthnArgs,
 }
@@ -151,6 +162,9 @@ enum Command {
     ControllerManager(Box<controller_manager::Command>),
     /// Simulate nodes, a scheduler and kubelets against a cluster (like kwok).
     Sim(SimArgs),
+    /// Save a snapshot of a running cluster, or restore one into a new data directory.
+    #[command(subcommand)]
+    Snapshot(snapshot::Command),
 }
 
 #[derive(clap::Args, Clone)]
@@ -267,6 +281,7 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c.metrics_api = args.metrics_api;
     c.service_map = args.service_proxy_map.iter().cloned().collect();
     c.authn = args.authn.options();
+    c.allow_empty_database = args.allow_empty_database;
     c
 }
 
@@ -277,6 +292,9 @@ async fn run_server(
     nodes: usize,
     load_balancers: Option<LoadBalancerArgs>,
 ) -> anyhow::Result<i32> {
+    if args.check {
+        return Ok(snapshot::check(&args.data_dir));
+    }
     let with_controllers = controllers.is_some();
     let wait_for_pod_cidr = controllers
         .as_ref()
@@ -394,6 +412,7 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Sim(a) => run_sim(a).await,
             Command::ControllerManager(a) => controller_manager::run(*a).await,
+            Command::Snapshot(a) => snapshot::run(a).await,
         }
     })?;
     std::process::exit(code);

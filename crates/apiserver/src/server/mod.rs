@@ -148,12 +148,18 @@ pub enum StartError {
     /// I/O.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
-    /// Storage.
+    /// Storage (its message is complete: no source follows it).
     #[error("storage: {0}")]
-    Storage(#[from] persist::PersistError),
+    Storage(persist::PersistError),
     /// TLS.
     #[error("tls: {0}")]
     Tls(#[from] crate::server::tls::TlsError),
+}
+
+impl From<persist::PersistError> for StartError {
+    fn from(e: persist::PersistError) -> StartError {
+        StartError::Storage(e)
+    }
 }
 
 /// A running server.

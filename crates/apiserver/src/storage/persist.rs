@@ -187,12 +187,18 @@ fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
+    let message = if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {
         s.clone()
     } else {
         "a panic".into()
+    };
+    if message.contains("raw_file_len") {
+        // redb's assertion when the file ends before the regions its header lists
+        format!("the file is shorter than its header says: it was truncated ({message})")
+    } else {
+        message
     }
 }
 
