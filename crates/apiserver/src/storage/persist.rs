@@ -1004,7 +1004,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(&path.display().to_string()), "{text}");
-        let err = check(&path).err().expect("refused by the check too");
+        let err = check(&path).expect_err("refused by the check too");
         assert!(matches!(err, PersistError::NewerFormat { .. }));
     }
 
