@@ -344,7 +344,7 @@ async fn main() {
             "",
         ),
         (
-            format!("server RSS, after the LISTs"),
+            "server RSS, after the LISTs".to_string(),
             mib(rss_listed),
             "",
             "",
