@@ -229,7 +229,9 @@ pub async fn run_with_address(
     // owner indexes, so a sync decodes only its own pods
     manager
         .cache()
-        .set_storage_of::<k8s_openapi::api::core::v1::Pod>(coxswain_runtime::cache::Storage::Compact);
+        .set_storage_of::<k8s_openapi::api::core::v1::Pod>(
+            coxswain_runtime::cache::Storage::Compact,
+        );
     // the identities' event writers stop after the controllers
     let identities = CancellationToken::new();
     let _stop_identities = identities.clone().drop_guard();
