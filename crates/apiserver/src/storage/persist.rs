@@ -106,7 +106,7 @@ fn dir(path: &Path) -> &Path {
 
 fn remedy(path: &Path) -> String {
     format!(
-        "Move the file away (`mv {p} {p}.damaged`), then restore a snapshot (`coxswain snapshot restore SNAPSHOT --data-dir {d}`) or start again with an empty cluster",
+        "Move the file away (`mv {p} {p}.damaged`), then restore a snapshot (`coxswain snapshot restore SNAPSHOT --data-dir {d}`) or start again with an empty cluster.",
         p = path.display(),
         d = dir(path).display()
     )
