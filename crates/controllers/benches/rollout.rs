@@ -17,7 +17,8 @@
 //!
 //! Run: `cargo bench -p coxswain-controllers --bench rollout` (`BENCH_DEPLOYMENTS`,
 //! `BENCH_REPLICAS` change the 1,000 and 5; `BENCH_QPS`, `BENCH_BURST` the client
-//! limits; `BENCH_NODES` the 20 stand-in nodes; `BENCH_TIMEOUT` the 1,800 s per phase).
+//! limits; `BENCH_NODES` the 20 stand-in nodes; `BENCH_TIMEOUT` the 1,800 s per phase;
+//! `BENCH_CONTROLLERS` the controllers, as `--controllers`, `*` by default).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -230,7 +231,10 @@ async fn main() {
     watches.informer::<Deployment>().wait_for_sync().await;
     watches.informer::<Pod>().wait_for_sync().await;
     let kubeconfig = env.server().kubeconfig.display().to_string();
-    let cm = common::ControllerManagerChild::spawn(&kubeconfig, "*");
+    // `BENCH_CONTROLLERS` narrows the controllers (as `--controllers`) to tell which one
+    // a figure comes from
+    let controllers = std::env::var("BENCH_CONTROLLERS").unwrap_or_else(|_| "*".to_string());
+    let cm = common::ControllerManagerChild::spawn(&kubeconfig, &controllers);
     let api: Api<Deployment> = Api::namespaced(env.client.clone(), common::NS);
     let load_before = common::load_average();
 
