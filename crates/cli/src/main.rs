@@ -226,20 +226,25 @@ struct SimArgs {
     stop_heartbeats: Vec<String>,
 }
 
-/// The node simulator's client: its writes appear in managedFields as the kubelet's.
-async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
-    let mut config = match kubeconfig {
+/// The client configuration of `kubeconfig`, or the inferred one (`KUBECONFIG`, in-cluster).
+async fn kube_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
+    match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             kube::Config::from_custom_kubeconfig(kc, &Default::default())
                 .await
-                .context("loading the kubeconfig")?
+                .context("loading the kubeconfig")
         }
         None => kube::Config::infer()
             .await
-            .context("no Kubernetes configuration")?,
-    };
+            .context("no Kubernetes configuration (pass --kubeconfig)"),
+    }
+}
+
+/// The node simulator's client: its writes appear in managedFields as the kubelet's.
+async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let mut config = kube_config(kubeconfig).await?;
     coxswain_runtime::client::set_user_agent(
         &mut config,
         &coxswain_runtime::client::user_agent("kubelet"),

@@ -64,18 +64,7 @@ pub async fn run(command: Command) -> anyhow::Result<i32> {
 }
 
 async fn client(args: &SaveArgs) -> anyhow::Result<kube::Client> {
-    let mut config = match &args.kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .context("loading the kubeconfig")?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no Kubernetes configuration (pass --kubeconfig)")?,
-    };
+    let mut config = crate::kube_config(args.kubeconfig.as_deref()).await?;
     if let Some(server) = &args.server {
         config.cluster_url = server.parse().context("parsing --server")?;
     }
