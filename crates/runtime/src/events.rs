@@ -291,7 +291,9 @@ impl EventRecorder {
             Err((why, loud)) => {
                 let dropped = self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
                 let object = regarding.name.as_deref().unwrap_or_default();
-                if loud {
+                // a full queue drops events by the thousand under load: warn at the 1st,
+                // 2nd, 4th, 8th... drop so the log says so without a line per event
+                if loud && dropped.is_power_of_two() {
                     tracing::warn!(object, reason, dropped, "event dropped: {why}");
                 } else {
                     tracing::debug!(object, reason, dropped, "event dropped: {why}");
