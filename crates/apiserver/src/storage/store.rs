@@ -595,17 +595,8 @@ impl Store {
         let mut inner = self.lock();
         let inner = &mut *inner;
         let undone = inner.uncommitted.len();
-        while let Some(ev) = inner.uncommitted.pop_back() {
-            let table = inner.tables.entry(ev.resource.clone()).or_default();
-            match &ev.prev {
-                Some(p) => {
-                    table.insert(ev.key.clone(), p.clone());
-                }
-                None => {
-                    table.remove(&ev.key);
-                }
-            }
-        }
+        undo(&mut inner.tables, inner.uncommitted.iter().rev());
+        inner.uncommitted.clear();
         let committed = inner.committed_rv;
         while inner.history.back().is_some_and(|e| e.rv > committed) {
             inner.history.pop_back();
@@ -628,18 +619,24 @@ impl Store {
     pub fn committed_tables(&self) -> (u64, HashMap<Arc<str>, Table>) {
         let inner = self.lock();
         let mut tables = inner.tables.clone();
-        for ev in inner.uncommitted.iter().rev() {
-            let table = tables.entry(ev.resource.clone()).or_default();
-            match &ev.prev {
-                Some(p) => {
-                    table.insert(ev.key.clone(), p.clone());
-                }
-                None => {
-                    table.remove(&ev.key);
-                }
+        undo(&mut tables, inner.uncommitted.iter().rev());
+        (inner.committed_rv, tables)
+    }
+}
+
+/// Undo `writes` (newest first) in `tables`: each key gets its previous object back,
+/// or goes if the write created it.
+fn undo<'a>(tables: &mut HashMap<Arc<str>, Table>, writes: impl Iterator<Item = &'a Arc<Event>>) {
+    for ev in writes {
+        let table = tables.entry(ev.resource.clone()).or_default();
+        match &ev.prev {
+            Some(p) => {
+                table.insert(ev.key.clone(), p.clone());
+            }
+            None => {
+                table.remove(&ev.key);
             }
         }
-        (inner.committed_rv, tables)
     }
 }
 
