@@ -226,13 +226,20 @@ fn cut_member(json: &str, value: &RawValue) -> Option<String> {
     let key_start = before.strip_suffix('"').and_then(|b| b.rfind('"'))?;
     let head = json[..key_start].trim_end();
     let tail = json.get(end..)?;
-    Some(match head.strip_suffix(',') {
-        Some(h) => format!("{h}{tail}"),
+    let (head, tail) = match head.strip_suffix(',') {
+        Some(h) => (h, tail),
         None => {
             let t = tail.trim_start();
-            format!("{head}{}", t.strip_prefix(',').unwrap_or(t))
+            (head, t.strip_prefix(',').unwrap_or(t))
         }
-    })
+    };
+    // exactly the size it needs: the cache keeps this string, and an allocator shrinks
+    // a grown one in place (mimalloc keeps a block down to half its size), so a string
+    // built by appending would hold up to twice its length for as long as it is cached
+    let mut out = String::with_capacity(head.len() + tail.len());
+    out.push_str(head);
+    out.push_str(tail);
+    Some(out)
 }
 
 /// A watch or list object, read for the store.
@@ -390,9 +397,18 @@ where
 
     /// Replace the store's content and tell the handlers what changed.
     fn replace(&self, items: Vec<(StoreKey, Slot<K>)>) {
+        /// Changes decoded at once: a relist of a large cluster's pods decodes them a
+        /// batch at a time, never all together.
+        const BATCH: usize = 256;
         let handlers = self.lock_handlers();
-        let changes = self.store.replace(items, !handlers.is_empty());
-        Self::dispatch(&handlers, &changes);
+        let mut pending = self.store.replace(items, !handlers.is_empty()).into_iter();
+        loop {
+            let changes = self.store.resolve(pending.by_ref().take(BATCH));
+            if changes.is_empty() && pending.len() == 0 {
+                break;
+            }
+            Self::dispatch(&handlers, &changes);
+        }
     }
 
     fn apply_event(&self, ev: WatchEvent<RawObject>, rv: &mut String) -> Result<(), RoundEnd> {

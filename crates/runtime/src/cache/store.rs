@@ -16,13 +16,14 @@ use serde_json::value::RawValue;
 
 use crate::object::ObjectKey;
 
-/// The store's own key: the namespace string shared between objects, the name inline.
-/// Smaller than an [`ObjectKey`] (which carries a precomputed hash for queues); ordered
-/// the same way, by namespace then name.
+/// The store's own key: the namespace string shared between objects, the name shared
+/// between the store and its indexes (a clone costs no allocation). Smaller than an
+/// [`ObjectKey`] (which carries a precomputed hash for queues); ordered the same way, by
+/// namespace then name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct StoreKey {
     namespace: Option<Arc<str>>,
-    name: Box<str>,
+    name: Arc<str>,
 }
 
 impl StoreKey {
@@ -129,9 +130,10 @@ impl<K: Resource + DeserializeOwned> Slot<K> {
 
 struct Index<K> {
     func: IndexFn<K>,
-    values: HashMap<String, HashSet<StoreKey>>,
-    /// the values each object is indexed under (so removal needs no decode)
-    of: HashMap<StoreKey, Vec<String>>,
+    values: HashMap<Arc<str>, HashSet<StoreKey>>,
+    /// the values each object is indexed under (so removal needs no decode), sharing
+    /// their strings with `values`
+    of: HashMap<StoreKey, Box<[Arc<str>]>>,
 }
 
 impl<K> Index<K> {
@@ -148,13 +150,19 @@ impl<K> Index<K> {
         if vals.is_empty() {
             return;
         }
-        for v in &vals {
+        let mut shared = Vec::with_capacity(vals.len());
+        for v in vals {
+            let v: Arc<str> = match self.values.get_key_value(v.as_str()) {
+                Some((existing, _)) => existing.clone(),
+                None => Arc::from(v),
+            };
             self.values
                 .entry(v.clone())
                 .or_default()
                 .insert(key.clone());
+            shared.push(v);
         }
-        self.of.insert(key.clone(), vals);
+        self.of.insert(key.clone(), shared.into_boxed_slice());
     }
 
     fn remove(&mut self, key: &StoreKey) {
@@ -198,6 +206,16 @@ pub enum Change<K> {
     },
     /// An object removed (its last known state).
     Deleted(Arc<K>),
+}
+
+/// A change [`Store::replace`] found, not yet decoded ([`Store::resolve`] does).
+pub(crate) enum Pending<K> {
+    /// A new object, now in the store.
+    Added(StoreKey),
+    /// An object replaced (its old slot); the new one is in the store.
+    Updated(StoreKey, Slot<K>),
+    /// An object gone (its last slot).
+    Deleted(StoreKey, Slot<K>),
 }
 
 impl<K> Clone for Change<K> {
@@ -286,13 +304,13 @@ impl<K: Resource + DeserializeOwned> Store<K> {
 
     /// Replace the whole content (after a list). With `emit`, returns the changes that
     /// turn the old content into the new one (deletions for objects that vanished,
-    /// updates only for objects whose resourceVersion changed). When a key repeats in
-    /// `items`, the last one wins.
+    /// updates only for objects whose resourceVersion changed), not yet decoded: see
+    /// [`Store::resolve`]. When a key repeats in `items`, the last one wins.
     pub(crate) fn replace(
         &self,
         mut items: Vec<(StoreKey, Slot<K>)>,
         emit: bool,
-    ) -> Vec<Change<K>> {
+    ) -> Vec<Pending<K>> {
         // stable sort + keep the last of equal keys
         items.sort_by(|a, b| a.0.cmp(&b.0));
         items.reverse();
@@ -302,39 +320,58 @@ impl<K: Resource + DeserializeOwned> Store<K> {
         let old = std::mem::take(&mut inner.objects);
         let mut changes = Vec::new();
         if emit {
-            let mut old_iter = old.iter().peekable();
+            let mut old_iter = old.into_iter().peekable();
             for (k, slot) in &items {
-                while let Some((ok, oslot)) = old_iter.next_if(|(ok, _)| *ok < k) {
-                    changes.extend(oslot.decode(ok).map(Change::Deleted));
+                while let Some((ok, oslot)) = old_iter.next_if(|(ok, _)| ok < k) {
+                    changes.push(Pending::Deleted(ok, oslot));
                 }
-                match old_iter.next_if(|(ok, _)| *ok == k) {
-                    None => changes.extend(slot.decode(k).map(Change::Added)),
-                    Some((_, oslot)) => {
+                match old_iter.next_if(|(ok, _)| ok == k) {
+                    None => changes.push(Pending::Added(k.clone())),
+                    Some((ok, oslot)) => {
                         if oslot.resource_version() != slot.resource_version() {
-                            if let (Some(old), Some(new)) = (oslot.decode(k), slot.decode(k)) {
-                                changes.push(Change::Updated { old, new });
-                            }
+                            changes.push(Pending::Updated(ok, oslot));
                         }
                     }
                 }
             }
-            for (ok, oslot) in old_iter {
-                changes.extend(oslot.decode(ok).map(Change::Deleted));
-            }
+            changes.extend(old_iter.map(|(ok, oslot)| Pending::Deleted(ok, oslot)));
+        } else {
+            drop(old);
         }
-        drop(old);
         // a sorted input builds full B-tree nodes
         inner.objects = items.into_iter().collect();
         let Inner { objects, indexes } = &mut *inner;
-        for idx in indexes.values_mut() {
-            idx.clear();
+        if !indexes.is_empty() {
+            indexes.values_mut().for_each(Index::clear);
+            // each object decoded once for all indexes
             for (k, slot) in objects.iter() {
                 if let Some(o) = slot.decode(k) {
-                    idx.add(k, &o);
+                    indexes.values_mut().for_each(|idx| idx.add(k, &o));
                 }
             }
         }
         changes
+    }
+
+    /// Decode changes [`Store::replace`] returned: the new objects as the store holds
+    /// them now, the old ones from the slots they had. Callers resolve a few at a time,
+    /// so that a relist of many objects never has them all decoded at once.
+    pub(crate) fn resolve(&self, pending: impl IntoIterator<Item = Pending<K>>) -> Vec<Change<K>> {
+        let current = |k: &StoreKey| {
+            let inner = self.read();
+            inner.objects.get(k).and_then(|s| s.decode(k))
+        };
+        pending
+            .into_iter()
+            .filter_map(|p| match p {
+                Pending::Added(k) => current(&k).map(Change::Added),
+                Pending::Updated(k, old) => match (old.decode(&k), current(&k)) {
+                    (Some(old), Some(new)) => Some(Change::Updated { old, new }),
+                    _ => None,
+                },
+                Pending::Deleted(k, old) => old.decode(&k).map(Change::Deleted),
+            })
+            .collect()
     }
 
     /// One object.
@@ -386,6 +423,24 @@ impl<K: Resource + DeserializeOwned> Store<K> {
                 .filter_map(|k| inner.objects.get(k).and_then(|s| s.decode(k)))
                 .collect(),
         )
+    }
+
+    /// How many objects index `index` holds under `value`, without decoding any;
+    /// `None` when there is no such index.
+    pub fn index_len(&self, index: &str, value: &str) -> Option<usize> {
+        let inner = self.read();
+        let idx = inner.indexes.get(index)?;
+        Some(idx.values.get(value).map_or(0, HashSet::len))
+    }
+
+    /// The values index `index` holds for at least one object, sorted, without decoding
+    /// any object; `None` when there is no such index (the namespace index included).
+    pub fn index_values(&self, index: &str) -> Option<Vec<String>> {
+        let inner = self.read();
+        let idx = inner.indexes.get(index)?;
+        let mut values: Vec<String> = idx.values.keys().map(|v| v.to_string()).collect();
+        values.sort();
+        Some(values)
     }
 
     /// Objects of one namespace, ordered by name.
@@ -476,6 +531,10 @@ mod tests {
         assert!(put(&s, cm("a", "x", "4", "db")));
         assert_eq!(s.by_index("app", "web").map(names), Some(vec!["y".into()]));
         assert_eq!(s.by_index("app", "db").map(|v| v.len()), Some(2));
+        assert_eq!(s.index_len("app", "db"), Some(2));
+        assert_eq!(s.index_len("app", "web"), Some(1));
+        assert_eq!(s.index_len("app", "cache"), Some(0));
+        assert_eq!(s.index_values("app"), Some(vec!["db".into(), "web".into()]));
         assert_eq!(names(s.list_namespace("a")), ["x", "y"]);
         assert_eq!(names(s.list_namespace("b")), ["z"]);
         assert!(s.list_namespace("").is_empty());
@@ -485,7 +544,11 @@ mod tests {
         );
         assert!(s.delete(&key("a", "y")).is_some());
         assert_eq!(s.by_index("app", "web").map(|v| v.len()), Some(0));
+        // a value no object holds any more is gone
+        assert_eq!(s.index_values("app"), Some(vec!["db".into()]));
         assert!(s.by_index("nope", "x").is_none());
+        assert!(s.index_len("nope", "x").is_none());
+        assert!(s.index_values("nope").is_none());
         assert_eq!(
             s.get(&ObjectKey::namespaced("a", "x"))
                 .and_then(|c| c.metadata.resource_version.clone()),
@@ -531,7 +594,7 @@ mod tests {
         put(&s, cm("a", "keep", "1", "x"));
         put(&s, cm("a", "change", "1", "x"));
         put(&s, cm("a", "gone", "1", "x"));
-        let changes = s.replace(
+        let pending = s.replace(
             vec![
                 cm("a", "new", "3", "y"),
                 cm("a", "keep", "1", "x"),
@@ -540,6 +603,7 @@ mod tests {
             ],
             true,
         );
+        let changes = s.resolve(pending);
         let mut kinds: Vec<String> = changes
             .iter()
             .map(|c| match c {
