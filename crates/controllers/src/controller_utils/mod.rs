@@ -25,6 +25,8 @@ pub mod pod;
 pub mod pod_control;
 pub mod ranking;
 pub mod ref_manager;
+#[cfg(test)]
+pub(crate) mod store_feed;
 
 pub use expectations::{ControllerExpectations, EXPECTATIONS_TIMEOUT};
 pub use pod::{

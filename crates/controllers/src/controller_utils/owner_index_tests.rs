@@ -5,145 +5,18 @@
 //! compared after every step.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 
-use coxswain_runtime::cache::{IndexFn, Informer, InformerConfig, ListWatch, RawObject, Storage};
-use futures::channel::mpsc;
-use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
+use coxswain_runtime::cache::{IndexFn, Storage};
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ListParams, WatchEvent, WatchParams};
-use kube::core::ObjectList;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::controller_utils::ref_manager::{claim_action, ClaimAction, ControllerIdentity};
+use crate::controller_utils::store_feed::Feed;
 use crate::controller_utils::{filter_active_pods, filter_terminating_pods};
-
-// ---------------------------------------------------------------------------------------
-// a store behind a watch the test drives
-
-type Event = kube::Result<WatchEvent<RawObject>>;
-
-/// Lists nothing, then streams what the test sends.
-struct FakeApi {
-    events: Mutex<Option<mpsc::UnboundedReceiver<Event>>>,
-}
-
-impl ListWatch for FakeApi {
-    fn list<'a>(&'a self, _: &'a ListParams) -> BoxFuture<'a, kube::Result<ObjectList<RawObject>>> {
-        async {
-            Ok(ObjectList {
-                types: Default::default(),
-                metadata: ListMeta {
-                    resource_version: Some("1".into()),
-                    ..Default::default()
-                },
-                items: Vec::new(),
-            })
-        }
-        .boxed()
-    }
-
-    fn watch<'a>(
-        &'a self,
-        _: &'a WatchParams,
-        _: &'a str,
-    ) -> BoxFuture<'a, kube::Result<BoxStream<'static, Event>>> {
-        let events = self.events.lock().expect("lock").take();
-        async move {
-            Ok(match events {
-                Some(rx) => rx.boxed(),
-                None => futures::stream::pending().boxed(),
-            })
-        }
-        .boxed()
-    }
-
-    fn describe(&self) -> String {
-        "fake".into()
-    }
-}
-
-/// An informer store the test changes one event at a time, waiting for each to land.
-struct Feed<K: CachedKind> {
-    informer: Arc<Informer<K>>,
-    events: mpsc::UnboundedSender<Event>,
-    applied: tokio::sync::mpsc::UnboundedReceiver<()>,
-    cancel: CancellationToken,
-    rv: u64,
-}
-
-impl<K: CachedKind> Feed<K> {
-    async fn start(storage: Storage, indexes: Vec<(&str, IndexFn<K>)>) -> Self {
-        let informer = Informer::<K>::new(InformerConfig {
-            storage,
-            watch_list: false,
-            ..Default::default()
-        });
-        for (name, f) in indexes {
-            informer.store().add_index(name, f);
-        }
-        let (tx, rx) = mpsc::unbounded();
-        let (done, applied) = tokio::sync::mpsc::unbounded_channel();
-        informer.add_handler(move |_| {
-            let _ = done.send(());
-        });
-        let cancel = CancellationToken::new();
-        let api = FakeApi {
-            events: Mutex::new(Some(rx)),
-        };
-        tokio::spawn(informer.clone().run(api, cancel.clone()));
-        informer.wait_for_sync().await;
-        Feed {
-            informer,
-            events: tx,
-            applied,
-            cancel,
-            rv: 1,
-        }
-    }
-
-    fn store(&self) -> &Store<K> {
-        self.informer.store()
-    }
-
-    async fn send(&mut self, obj: &K, deleted: bool) {
-        self.rv += 1;
-        let mut obj = obj.clone();
-        obj.meta_mut().resource_version = Some(self.rv.to_string());
-        let raw = serde_json::value::to_raw_value(&obj).expect("encodes");
-        let ev = if deleted {
-            WatchEvent::Deleted(raw)
-        } else {
-            WatchEvent::Modified(raw)
-        };
-        self.events.unbounded_send(Ok(ev)).expect("informer runs");
-        tokio::time::timeout(std::time::Duration::from_secs(10), self.applied.recv())
-            .await
-            .expect("the informer applies the event")
-            .expect("handler alive");
-    }
-
-    async fn put(&mut self, obj: &K) {
-        self.send(obj, false).await;
-    }
-
-    async fn delete(&mut self, obj: &K) {
-        self.send(obj, true).await;
-    }
-}
-
-impl<K: CachedKind> Drop for Feed<K> {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
 
 fn pod_indexes() -> Vec<(&'static str, IndexFn<Pod>)> {
     vec![

@@ -14,6 +14,11 @@
 //!    seconds first and then confirmed missing by a live read (not the cache);
 //! 4. terminating pods that were never scheduled.
 //!
+//! The pass reads pods through indexes of the pod cache ([`PodSet`]): terminated pods,
+//! terminating pods by node, and pods by node (shared with the DaemonSet, node lifecycle
+//! and taint eviction controllers), so it decodes only the pods it acts on, not every
+//! pod of the cluster every 20 seconds.
+//!
 //! A pod that is not yet `Succeeded` or `Failed` is first patched to `Failed` (with the
 //! `DisruptionTarget` condition, reason `DeletionByPodGC`, for orphaned pods), since no
 //! kubelet will ever finish it. The counters `pod_gc_collector_force_delete_pods_total`
@@ -21,10 +26,12 @@
 //! the deletions.
 
 use crate::clientbuilder::ClusterAccess;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::daemon::{pod_node_index, POD_NODE_INDEX};
+use coxswain_runtime::cache::Store;
 use coxswain_runtime::manager::{runnable, BoxError};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -258,6 +265,116 @@ fn out_of_service(node: &Node) -> bool {
         .is_some_and(|ts| ts.iter().any(|t| t.key == TAINT_NODE_OUT_OF_SERVICE))
 }
 
+/// The index of the pods a pass acts on: `terminated` for terminated pods, and
+/// `terminating/<node>` for pods being deleted (`terminating/` for never scheduled).
+pub const PODGC_INDEX: &str = "podgc";
+const TERMINATED: &str = "terminated";
+const TERMINATING: &str = "terminating/";
+
+/// [`PODGC_INDEX`]'s values of a pod.
+pub fn podgc_index(pod: &Pod) -> Vec<String> {
+    let mut values = Vec::new();
+    if is_terminated(pod) {
+        values.push(TERMINATED.to_string());
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        values.push(format!("{TERMINATING}{}", node_of(pod)));
+    }
+    values
+}
+
+fn node_of(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or_default()
+}
+
+/// The pods a pass reads, by the questions its steps ask: the pod cache through its
+/// indexes in the controller, a list (scanned) in tests. Pods come in namespace/name
+/// order.
+pub trait PodSet {
+    /// How many pods are terminated.
+    fn terminated_count(&self) -> usize;
+    /// The terminated pods.
+    fn terminated(&self) -> Vec<Arc<Pod>>;
+    /// The pods being deleted that are bound to `node` (`""`: never scheduled).
+    fn terminating_on(&self, node: &str) -> Vec<Arc<Pod>>;
+    /// The names of the nodes pods are bound to, each once, sorted.
+    fn bound_nodes(&self) -> Vec<String>;
+    /// The pods bound to `node`.
+    fn bound_to(&self, node: &str) -> Vec<Arc<Pod>>;
+}
+
+impl PodSet for Vec<Arc<Pod>> {
+    fn terminated_count(&self) -> usize {
+        self.iter().filter(|p| is_terminated(p)).count()
+    }
+    fn terminated(&self) -> Vec<Arc<Pod>> {
+        self.iter().filter(|p| is_terminated(p)).cloned().collect()
+    }
+    fn terminating_on(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_some() && node_of(p) == node)
+            .cloned()
+            .collect()
+    }
+    fn bound_nodes(&self) -> Vec<String> {
+        let nodes: BTreeSet<&str> = self.iter().map(|p| node_of(p)).collect();
+        nodes
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+    fn bound_to(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.iter()
+            .filter(|p| node_of(p) == node)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The pod cache with [`PODGC_INDEX`] and [`POD_NODE_INDEX`] (see
+/// [`register_indexes`]); a store without them is scanned.
+impl PodSet for Store<Pod> {
+    fn terminated_count(&self) -> usize {
+        self.index_len(PODGC_INDEX, TERMINATED)
+            .unwrap_or_else(|| self.list().terminated_count())
+    }
+    fn terminated(&self) -> Vec<Arc<Pod>> {
+        self.by_index(PODGC_INDEX, TERMINATED)
+            .unwrap_or_else(|| self.list().terminated())
+    }
+    fn terminating_on(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.by_index(PODGC_INDEX, &format!("{TERMINATING}{node}"))
+            .unwrap_or_else(|| self.list().terminating_on(node))
+    }
+    fn bound_nodes(&self) -> Vec<String> {
+        self.index_values(POD_NODE_INDEX)
+            .unwrap_or_else(|| self.list().bound_nodes())
+    }
+    fn bound_to(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.by_index(POD_NODE_INDEX, node)
+            .unwrap_or_else(|| self.list().bound_to(node))
+    }
+}
+
+/// Add the indexes the collector reads to the pod cache.
+pub fn register_indexes(cache: &coxswain_runtime::cache::Cache) {
+    let store = cache.informer::<Pod>().store().clone();
+    if !store.has_index(PODGC_INDEX) {
+        cache.index_field::<Pod>(PODGC_INDEX, podgc_index);
+    }
+    if !store.has_index(POD_NODE_INDEX) {
+        cache.index_field::<Pod>(POD_NODE_INDEX, pod_node_index);
+    }
+}
+
+fn by_key(a: &Arc<Pod>, b: &Arc<Pod>) -> std::cmp::Ordering {
+    (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+}
+
 /// The status patch that fails `pod` (with `condition` merged as upstream's
 /// `UpdatePodCondition`: a new condition, or a changed status, gets `now` as its
 /// transition time), or `None` when it already succeeded or failed. The pod's UID is
@@ -308,7 +425,7 @@ impl<C: PodGcControl> PodGc<C> {
     }
 
     /// One pass over `pods` and `nodes` (the cache's) at `now` (upstream `gc`).
-    pub async fn gc(&mut self, pods: &[Arc<Pod>], nodes: &[Arc<Node>], now: Timestamp) {
+    pub async fn gc<P: PodSet + ?Sized>(&mut self, pods: &P, nodes: &[Arc<Node>], now: Timestamp) {
         if self.threshold > 0 {
             self.gc_terminated(pods, now).await;
         }
@@ -340,25 +457,22 @@ impl<C: PodGcControl> PodGc<C> {
         count(pod, reason, result.is_err());
     }
 
-    async fn delete_all(&self, pods: Vec<&Pod>, now: Timestamp, reason: Reason) {
+    async fn delete_all(&self, pods: &[Arc<Pod>], now: Timestamp, reason: Reason) {
         futures::future::join_all(
-            pods.into_iter()
+            pods.iter()
                 .map(|p| self.mark_failed_and_delete(p, None, now, reason)),
         )
         .await;
     }
 
     /// Terminated pods beyond the threshold, evicted and oldest first.
-    async fn gc_terminated(&self, pods: &[Arc<Pod>], now: Timestamp) {
-        let mut terminated: Vec<&Pod> = pods
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| is_terminated(p))
-            .collect();
-        let excess = terminated.len() as i64 - i64::from(self.threshold);
+    async fn gc_terminated<P: PodSet + ?Sized>(&self, pods: &P, now: Timestamp) {
+        // counted without decoding: most passes stop here
+        let excess = pods.terminated_count() as i64 - i64::from(self.threshold);
         if excess <= 0 {
             return;
         }
+        let mut terminated = pods.terminated();
         terminated.sort_by(|a, b| by_eviction_and_creation(a, b));
         terminated.truncate(excess as usize);
         tracing::info!(
@@ -366,39 +480,37 @@ impl<C: PodGcControl> PodGc<C> {
             threshold = self.threshold,
             "garbage collecting terminated pods"
         );
-        self.delete_all(terminated, now, Reason::Terminated).await;
+        self.delete_all(&terminated, now, Reason::Terminated).await;
     }
 
     /// Terminating pods on not-Ready out-of-service nodes.
-    async fn gc_terminating(&self, pods: &[Arc<Pod>], nodes: &[Arc<Node>], now: Timestamp) {
-        let by_name: HashMap<&str, &Node> = nodes
+    async fn gc_terminating<P: PodSet + ?Sized>(
+        &self,
+        pods: &P,
+        nodes: &[Arc<Node>],
+        now: Timestamp,
+    ) {
+        let mut doomed: Vec<Arc<Pod>> = nodes
             .iter()
-            .filter_map(|n| Some((n.metadata.name.as_deref()?, &**n)))
-            .collect();
-        let mut doomed: Vec<&Pod> = pods
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| p.metadata.deletion_timestamp.is_some())
-            .filter(|p| {
-                let node = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .unwrap_or_default();
-                by_name
-                    .get(node)
-                    .is_some_and(|n| !node_ready(n) && out_of_service(n))
-            })
+            .filter(|n| !node_ready(n) && out_of_service(n))
+            .filter_map(|n| n.metadata.name.as_deref())
+            .filter(|name| !name.is_empty())
+            .flat_map(|name| pods.terminating_on(name))
             .collect();
         if doomed.is_empty() {
             return;
         }
         doomed.sort_by(|a, b| by_eviction_and_creation(a, b));
-        self.delete_all(doomed, now, Reason::OutOfService).await;
+        self.delete_all(&doomed, now, Reason::OutOfService).await;
     }
 
     /// Pods on nodes gone for longer than the quarantine.
-    async fn gc_orphaned(&mut self, pods: &[Arc<Pod>], nodes: &[Arc<Node>], now: Timestamp) {
+    async fn gc_orphaned<P: PodSet + ?Sized>(
+        &mut self,
+        pods: &P,
+        nodes: &[Arc<Node>],
+        now: Timestamp,
+    ) {
         let existing: BTreeSet<&str> = nodes
             .iter()
             .filter_map(|n| n.metadata.name.as_deref())
@@ -406,15 +518,10 @@ impl<C: PodGcControl> PodGc<C> {
         let due = now
             .checked_add(self.quarantine_time)
             .unwrap_or(Timestamp::MAX);
-        for p in pods {
-            let node = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .unwrap_or_default();
-            if !node.is_empty() && !existing.contains(node) {
+        for node in pods.bound_nodes() {
+            if !existing.contains(node.as_str()) {
                 // a node already waiting keeps its earlier time
-                self.quarantine.entry(node.to_string()).or_insert(due);
+                self.quarantine.entry(node).or_insert(due);
             }
         }
         let ready: Vec<String> = self
@@ -423,21 +530,21 @@ impl<C: PodGcControl> PodGc<C> {
             .filter(|(_, at)| **at <= now)
             .map(|(n, _)| n.clone())
             .collect();
-        let mut deleted = BTreeSet::new();
+        let mut orphans = Vec::new();
         for node in ready {
             self.quarantine.remove(&node);
             if existing.contains(node.as_str()) {
                 continue;
             }
             match self.control.node_exists(&node).await {
-                Ok(false) => {
-                    deleted.insert(node);
-                }
+                Ok(false) => orphans.extend(pods.bound_to(&node)),
                 Ok(true) => {}
                 // quarantined again on the next pass if pods still name it
                 Err(e) => tracing::warn!(node, error = %e, "reading a node"),
             }
         }
+        // in the cache's order, as upstream's walk over the pod list
+        orphans.sort_by(by_key);
         let condition = PodCondition {
             type_: "DisruptionTarget".into(),
             status: "True".into(),
@@ -445,32 +552,17 @@ impl<C: PodGcControl> PodGc<C> {
             message: Some("PodGC: node no longer exists".into()),
             ..PodCondition::default()
         };
-        for p in pods {
-            let node = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .unwrap_or_default();
-            if deleted.contains(node) {
-                self.mark_failed_and_delete(p, Some(&condition), now, Reason::Orphaned)
-                    .await;
-            }
+        for p in &orphans {
+            self.mark_failed_and_delete(p, Some(&condition), now, Reason::Orphaned)
+                .await;
         }
     }
 
     /// Terminating pods never scheduled to a node.
-    async fn gc_unscheduled_terminating(&self, pods: &[Arc<Pod>], now: Timestamp) {
-        for p in pods {
-            let unscheduled = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .unwrap_or_default()
-                .is_empty();
-            if p.metadata.deletion_timestamp.is_some() && unscheduled {
-                self.mark_failed_and_delete(p, None, now, Reason::Unscheduled)
-                    .await;
-            }
+    async fn gc_unscheduled_terminating<P: PodSet + ?Sized>(&self, pods: &P, now: Timestamp) {
+        for p in pods.terminating_on("") {
+            self.mark_failed_and_delete(&p, None, now, Reason::Unscheduled)
+                .await;
         }
     }
 }
@@ -484,6 +576,7 @@ pub fn podgc_controller(
     let cache = mgr.cache().clone();
     // registered from the start, as upstream's
     metrics();
+    register_indexes(&cache);
     let pods = cache.informer::<Pod>();
     let nodes = cache.informer::<Node>();
     let control = LiveControl {
@@ -505,8 +598,8 @@ pub fn podgc_controller(
                 _ = every.tick() => {}
                 _ = cancel.cancelled() => return Ok(()),
             }
-            let (p, n) = (pods.store().list(), nodes.store().list());
-            gc.gc(&p, &n, Timestamp::now()).await;
+            let n = nodes.store().list();
+            gc.gc(pods.store().as_ref(), &n, Timestamp::now()).await;
         }
     })
 }

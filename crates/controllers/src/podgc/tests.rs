@@ -3,6 +3,10 @@
 //! TestGCUnscheduledTerminating, TestGCTerminating and
 //! TestGCInspectingPatchedPodBeforeDeletion. Pods are created an hour apart in list
 //! order, so list order is age order.
+//!
+//! Every case runs three times: on a slice of pods (scanned) and on an informer store
+//! with the collector's indexes, compact and decoded, fed the same pods (what the
+//! controller reads), so the index lookups answer as the scans do.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -11,6 +15,53 @@ use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus, PodSpec, P
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
+use crate::controller_utils::store_feed::Feed;
+use coxswain_runtime::cache::{IndexFn, Storage};
+
+/// Where a pass reads its pods.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Slice,
+    Indexed(Storage),
+}
+
+const SOURCES: [Source; 3] = [
+    Source::Slice,
+    Source::Indexed(Storage::Compact),
+    Source::Indexed(Storage::Decoded),
+];
+
+/// The pods of a case, loaded into a [`Source`].
+enum Loaded {
+    Slice(Vec<Arc<Pod>>),
+    Store(Feed<Pod>),
+}
+
+impl Loaded {
+    async fn new(source: Source, pods: &[Arc<Pod>]) -> Self {
+        match source {
+            Source::Slice => Loaded::Slice(pods.to_vec()),
+            Source::Indexed(storage) => {
+                let indexes: Vec<(&str, IndexFn<Pod>)> = vec![
+                    (PODGC_INDEX, Arc::new(podgc_index)),
+                    (POD_NODE_INDEX, Arc::new(pod_node_index)),
+                ];
+                let mut feed = Feed::start(storage, indexes).await;
+                for p in pods {
+                    feed.put(p).await;
+                }
+                Loaded::Store(feed)
+            }
+        }
+    }
+
+    fn set(&self) -> &dyn PodSet {
+        match self {
+            Loaded::Slice(v) => v,
+            Loaded::Store(f) => f.store(),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Fake {
@@ -204,13 +255,16 @@ async fn gc_terminated() {
             vec!["c"],
         ),
     ];
-    for (name, specs, threshold, deleted) in cases {
-        let fake = Fake::default();
-        let mut gc = PodGc::new(fake, threshold, QUARANTINE_TIME);
-        let nodes = [node("node", true, None)];
-        gc.gc(&pods(&specs), &nodes, base()).await;
-        assert_eq!(sorted(&gc.control.deleted), deleted, "{name}");
-        assert!(patched(&gc.control).is_empty(), "{name}");
+    for source in SOURCES {
+        for (name, specs, threshold, deleted) in &cases {
+            let fake = Fake::default();
+            let mut gc = PodGc::new(fake, *threshold, QUARANTINE_TIME);
+            let nodes = [node("node", true, None)];
+            let loaded = Loaded::new(source, &pods(specs)).await;
+            gc.gc(loaded.set(), &nodes, base()).await;
+            assert_eq!(sorted(&gc.control.deleted), *deleted, "{name} {source:?}");
+            assert!(patched(&gc.control).is_empty(), "{name} {source:?}");
+        }
     }
 }
 
@@ -397,7 +451,10 @@ async fn gc_orphaned() {
             patched: &[],
         },
     ];
-    for c in cases {
+    for (source, c) in SOURCES
+        .iter()
+        .flat_map(|s| cases.iter().map(move |c| (*s, c)))
+    {
         let fake = Fake::default();
         fake.client_nodes
             .lock()
@@ -409,13 +466,17 @@ async fn gc_orphaned() {
             .iter()
             .map(|n| node(n, true, None))
             .collect();
-        let ps = pods(&c.pods);
+        let loaded = Loaded::new(source, &pods(&c.pods)).await;
         // the first pass only quarantines
-        gc.gc(&ps, &nodes, base()).await;
-        assert!(gc.control.deleted.lock().unwrap().is_empty(), "{}", c.name);
+        gc.gc(loaded.set(), &nodes, base()).await;
+        assert!(
+            gc.control.deleted.lock().unwrap().is_empty(),
+            "{} {source:?}",
+            c.name
+        );
         let now = later(base(), c.delay);
         let ready = gc.quarantine.values().filter(|at| **at <= now).count();
-        assert_eq!(ready, c.items, "{}: items ready", c.name);
+        assert_eq!(ready, c.items, "{}: items ready {source:?}", c.name);
         match c.change {
             Some((true, true)) => {
                 gc.control
@@ -431,9 +492,14 @@ async fn gc_orphaned() {
             Some((false, false)) => nodes.clear(),
             None => {}
         }
-        gc.gc(&ps, &nodes, now).await;
-        assert_eq!(sorted(&gc.control.deleted), c.deleted, "{}", c.name);
-        assert_eq!(patched(&gc.control), c.patched, "{}", c.name);
+        gc.gc(loaded.set(), &nodes, now).await;
+        assert_eq!(
+            sorted(&gc.control.deleted),
+            c.deleted,
+            "{} {source:?}",
+            c.name
+        );
+        assert_eq!(patched(&gc.control), c.patched, "{} {source:?}", c.name);
     }
 }
 
@@ -468,11 +534,14 @@ async fn gc_unscheduled_terminating() {
             vec![],
         ),
     ];
-    for (name, specs, deleted, patched_names) in cases {
-        let gc = PodGc::new(Fake::default(), -1, QUARANTINE_TIME);
-        gc.gc_unscheduled_terminating(&pods(&specs), base()).await;
-        assert_eq!(sorted(&gc.control.deleted), deleted, "{name}");
-        assert_eq!(patched(&gc.control), patched_names, "{name}");
+    for source in SOURCES {
+        for (name, specs, deleted, patched_names) in &cases {
+            let gc = PodGc::new(Fake::default(), -1, QUARANTINE_TIME);
+            let loaded = Loaded::new(source, &pods(specs)).await;
+            gc.gc_unscheduled_terminating(loaded.set(), base()).await;
+            assert_eq!(sorted(&gc.control.deleted), *deleted, "{name} {source:?}");
+            assert_eq!(patched(&gc.control), *patched_names, "{name} {source:?}");
+        }
     }
 }
 
@@ -486,10 +555,17 @@ async fn gc_terminating() {
         ..P0
     };
     // 1: not-Ready nodes without the taint: nothing
+    // the same answer from every source
     let gc_run = |nodes: Vec<Arc<Node>>, specs: Vec<P<'static>>| async move {
-        let mut gc = PodGc::new(Fake::default(), -1, QUARANTINE_TIME);
-        gc.gc(&pods(&specs), &nodes, base()).await;
-        (sorted(&gc.control.deleted), patched(&gc.control))
+        let mut answers = Vec::new();
+        for source in SOURCES {
+            let mut gc = PodGc::new(Fake::default(), -1, QUARANTINE_TIME);
+            let loaded = Loaded::new(source, &pods(&specs)).await;
+            gc.gc(loaded.set(), &nodes, base()).await;
+            answers.push((sorted(&gc.control.deleted), patched(&gc.control)));
+        }
+        assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+        answers.remove(0)
     };
     let (deleted, patched_names) = gc_run(
         vec![node("worker-0", false, None), node("worker-1", false, None)],
@@ -566,7 +642,7 @@ async fn orphaned_pod_is_failed_with_disruption_target_before_deletion() {
     }]);
     let mut gc = PodGc::new(Fake::default(), -1, Duration::ZERO);
     let now = later(base(), Duration::from_secs(5));
-    gc.gc(&[Arc::new(pod)], &[], now).await;
+    gc.gc(&vec![Arc::new(pod)], &[], now).await;
     assert_eq!(sorted(&gc.control.deleted), ["testPod"]);
     let patches = gc.control.patched.lock().unwrap();
     assert_eq!(
