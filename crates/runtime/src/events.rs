@@ -24,6 +24,11 @@
 //!   count when the series ends; flushing every 30 s keeps `kubectl get events`
 //!   current at the same bounded cost.) A series whose Event was deleted meanwhile is
 //!   created afresh. As upstream, the regarding reference includes its resourceVersion.
+//!   At most [`series_cache_size`](EventBroadcasterOptions::series_cache_size) events
+//!   (4096, the size of client-go's event caches) are remembered for series; beyond it
+//!   the least recently seen are forgotten (written ones first), so that a burst of
+//!   distinct events (pods created by the thousand) costs bounded memory, and a repeat
+//!   of a forgotten event creates a new Event.
 //! * **Rate limit.** Each reporter gets a token bucket per regarding object (burst 25,
 //!   one more token every 5 minutes, as client-go's `EventSourceObjectSpamFilter`).
 //!   Events beyond it are dropped, including repeats that would only bump a series.
@@ -96,6 +101,9 @@ pub struct EventBroadcasterOptions {
     pub series_flush_interval: Duration,
     /// How long after its last occurrence an event still joins a series (6 min).
     pub series_window: Duration,
+    /// Events remembered for series (4096); beyond it the least recently seen are
+    /// forgotten, those with unwritten occurrences last.
+    pub series_cache_size: usize,
     /// Events a reporter may emit about one object at once (25).
     pub burst: u32,
     /// Time to earn back one event of the burst (5 min).
@@ -119,6 +127,7 @@ impl Default for EventBroadcasterOptions {
             queue_capacity: 1000,
             series_flush_interval: Duration::from_secs(30),
             series_window: Duration::from_secs(6 * 60),
+            series_cache_size: 4096,
             burst: 25,
             refill_interval: Duration::from_secs(5 * 60),
             rate_limit_cache_size: 4096,
@@ -367,13 +376,13 @@ impl EventRecorder {
         match self.tx.try_send(Command::Create(Box::new(event.clone()))) {
             Ok(()) => {
                 let entry = SeriesEntry {
-                    event,
+                    event: Box::new(event),
                     count: 1,
                     last_observed: timestamp,
                     last_seen: now,
                     dirty: false,
                 };
-                state.series.insert(key, entry);
+                state.remember(key, entry, now, &shared.options);
                 Ok(&counters.emitted)
             }
             Err(mpsc::error::TrySendError::Full(_)) => Err(("the event queue is full", true)),
@@ -488,13 +497,40 @@ struct SeriesKey {
 type SpamKey = ([Arc<str>; 2], Vec<Option<String>>);
 
 struct SeriesEntry {
-    /// The Event as first created (without series).
-    event: Event,
+    /// The Event as first created (without series); boxed, so that the map's table,
+    /// which has room for twice the entries it holds, holds pointers, not Events.
+    event: Box<Event>,
     count: i32,
     last_observed: MicroTime,
     last_seen: Instant,
     /// The count changed since it was last written.
     dirty: bool,
+}
+
+/// Make room for one more entry in a cache of at most `cap` entries: when it is full,
+/// drop the entries `dead` says are worth nothing; if it is still crowded, drop the
+/// quarter that sorts first by `order` at once, so that the next cap/4 new entries need
+/// no scan (amortised, where evicting one at a time made every new entry scan the whole
+/// cache).
+fn make_room<K: Clone + Eq + std::hash::Hash, V, O: Ord>(
+    map: &mut HashMap<K, V>,
+    cap: usize,
+    dead: impl Fn(&V) -> bool,
+    order: impl Fn(&V) -> O,
+) {
+    if map.len() < cap.max(1) {
+        return;
+    }
+    map.retain(|_, v| !dead(v));
+    let keep = cap - cap / 4;
+    if map.len() >= cap.max(1) || map.len() > keep {
+        let mut by_order: Vec<(O, K)> = map.iter().map(|(k, v)| (order(v), k.clone())).collect();
+        by_order.sort_by(|a, b| a.0.cmp(&b.0));
+        let excess = map.len().saturating_sub(keep).max(1);
+        for (_, k) in by_order.into_iter().take(excess) {
+            map.remove(&k);
+        }
+    }
 }
 
 /// Tokens left and when they were counted.
@@ -518,29 +554,42 @@ impl State {
             let earned = now.duration_since(b.1).as_secs_f64() / refill;
             (b.0 + earned).min(burst)
         };
-        let cap = opts.rate_limit_cache_size;
-        if !self.buckets.contains_key(&key) && self.buckets.len() >= cap {
-            // A full bucket is the same as no bucket: forget those first; then, if still
-            // crowded, the least recently used quarter at once, so that the next cap/4
-            // new objects need no scan (amortised, where evicting one at a time made
-            // every new object scan the whole cache).
-            self.buckets.retain(|_, b| refilled(b) < burst);
-            let keep = cap - cap / 4;
-            if self.buckets.len() >= cap.max(1) || self.buckets.len() > keep {
-                let mut by_age: Vec<(Instant, SpamKey)> =
-                    self.buckets.iter().map(|(k, b)| (b.1, k.clone())).collect();
-                by_age.sort_by_key(|(t, _)| *t);
-                let excess = self.buckets.len().saturating_sub(keep).max(1);
-                for (_, k) in by_age.into_iter().take(excess) {
-                    self.buckets.remove(&k);
-                }
-            }
+        if !self.buckets.contains_key(&key) {
+            // a full bucket is the same as no bucket
+            make_room(
+                &mut self.buckets,
+                opts.rate_limit_cache_size,
+                |b| refilled(b) >= burst,
+                |b| (false, b.1),
+            );
         }
         let bucket = self.buckets.entry(key).or_insert((burst, now));
         let tokens = refilled(bucket);
         let accept = tokens >= 1.0;
         *bucket = (if accept { tokens - 1.0 } else { tokens }, now);
         accept
+    }
+
+    /// Remember a new series, making room first if the cache is full: ended series go
+    /// first, then the least recently seen (written ones before those with unwritten
+    /// occurrences, whose count is then lost).
+    fn remember(
+        &mut self,
+        key: SeriesKey,
+        entry: SeriesEntry,
+        now: Instant,
+        opts: &EventBroadcasterOptions,
+    ) {
+        if !self.series.contains_key(&key) {
+            let window = opts.series_window;
+            make_room(
+                &mut self.series,
+                opts.series_cache_size,
+                |e| !e.dirty && now.duration_since(e.last_seen) > window,
+                |e| (e.dirty, e.last_seen),
+            );
+        }
+        self.series.insert(key, entry);
     }
 
     /// Events of series with unwritten occurrences; marks them written.
@@ -557,7 +606,7 @@ impl State {
                 });
                 Event {
                     series,
-                    ..e.event.clone()
+                    ..(*e.event).clone()
                 }
             })
             .collect()
@@ -795,5 +844,86 @@ mod tests {
         assert!(state.try_accept(key("b"), t0, &opts));
         assert!(state.try_accept(key("c"), at(13), &opts));
         assert!(state.buckets.len() <= 2);
+    }
+
+    fn entry(last_seen: Instant, dirty: bool) -> SeriesEntry {
+        SeriesEntry {
+            event: Box::default(),
+            count: 1,
+            last_observed: MicroTime(Timestamp::now()),
+            last_seen,
+            dirty,
+        }
+    }
+
+    fn series_key(note: &str) -> SeriesKey {
+        SeriesKey {
+            type_: EventType::Normal,
+            action: "Create".into(),
+            reason: "Created".into(),
+            note: note.into(),
+            reporter: ["c".into(), "i".into()],
+            regarding: vec![Some("pod".into())],
+            related: None,
+        }
+    }
+
+    #[test]
+    fn the_series_cache_forgets_ended_then_written_then_oldest_series() {
+        let opts = EventBroadcasterOptions {
+            series_cache_size: 8,
+            series_window: Duration::from_secs(60),
+            ..EventBroadcasterOptions::default()
+        };
+        let (mut state, t0) = (State::default(), Instant::now());
+        let at = |secs| t0 + Duration::from_secs(secs);
+        // 8 series: 0..4 written, 4..8 with unwritten occurrences
+        for i in 0..8u64 {
+            state.remember(
+                series_key(&i.to_string()),
+                entry(at(i), i >= 4),
+                at(i),
+                &opts,
+            );
+        }
+        assert_eq!(state.series.len(), 8);
+        // full: the oldest quarter goes, written ones first
+        state.remember(series_key("8"), entry(at(8), false), at(8), &opts);
+        let mut left: Vec<String> = state.series.keys().map(|k| k.note.clone()).collect();
+        left.sort();
+        assert_eq!(left, ["2", "3", "4", "5", "6", "7", "8"]);
+        // series beyond the window go first, whatever their age order
+        state.remember(series_key("9"), entry(at(100), false), at(100), &opts);
+        assert_eq!(state.series.len(), 8);
+        let now = at(100);
+        let ended = state
+            .series
+            .values()
+            .filter(|e| !e.dirty && now.duration_since(e.last_seen) > opts.series_window)
+            .count();
+        assert_eq!(
+            ended, 3,
+            "2, 3 and 8 have ended but the cache was not full yet"
+        );
+        for i in 10..12u64 {
+            state.remember(
+                series_key(&i.to_string()),
+                entry(at(100), false),
+                at(100),
+                &opts,
+            );
+        }
+        // full again: the ended ones go, every unwritten series stays
+        let mut left: Vec<String> = state.series.keys().map(|k| k.note.clone()).collect();
+        left.sort();
+        assert_eq!(left, ["10", "11", "4", "5", "6", "7", "9"]);
+        // all unwritten and full: the oldest go even so (their count is lost)
+        let mut state = State::default();
+        for i in 0..9u64 {
+            state.remember(series_key(&i.to_string()), entry(at(i), true), at(i), &opts);
+        }
+        assert!(state.series.len() <= 8);
+        assert!(!state.series.contains_key(&series_key("0")));
+        assert!(state.series.contains_key(&series_key("8")));
     }
 }
