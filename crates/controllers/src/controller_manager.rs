@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coxswain_runtime::authfilter::{DelegatingAuth, DelegatingAuthOptions, Filter, FilterProvider};
+use coxswain_runtime::cache::Storage;
 use coxswain_runtime::manager::MetricsServerOptions;
 use coxswain_runtime::serving::SecureServing;
 
@@ -225,13 +226,12 @@ pub async fn run_with_address(
     );
     let root_config = kube.clone();
     let manager = Manager::new(kube, options)?;
-    // pods are most of a cluster's objects; the workload controllers reach them through
-    // owner indexes, so a sync decodes only its own pods
-    manager
-        .cache()
-        .set_storage_of::<k8s_openapi::api::core::v1::Pod>(
-            coxswain_runtime::cache::Storage::Compact,
-        );
+    // pods are most of a cluster's objects, and ReplicaSets (a pod template each, one
+    // per Deployment revision) the largest of the rest; the workload controllers reach
+    // them through owner indexes, so a sync decodes only its own
+    let cache = manager.cache();
+    cache.set_storage_of::<k8s_openapi::api::core::v1::Pod>(Storage::Compact);
+    cache.set_storage_of::<k8s_openapi::api::apps::v1::ReplicaSet>(Storage::Compact);
     // the identities' event writers stop after the controllers
     let identities = CancellationToken::new();
     let _stop_identities = identities.clone().drop_guard();

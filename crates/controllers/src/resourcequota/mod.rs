@@ -126,9 +126,14 @@ where
     let (q2, e2) = (quotas.clone(), evaluator.clone());
     Funcs::new()
         .on_update(move |old: &K, new: &K, q| {
+            let ns = new.meta().namespace.as_deref().unwrap_or_default();
+            // most namespaces have no quota: then no update matters (and the JSON views
+            // of every pod update would cost more than the rest of the handlers)
+            if quotas.list_namespace(ns).is_empty() {
+                return;
+            }
             if changed(&to_value(old), &to_value(new)) {
-                let ns = new.meta().namespace.clone().unwrap_or_default();
-                replenish(&quotas, &evaluator, &ns, q);
+                replenish(&quotas, &evaluator, ns, q);
             }
         })
         .on_delete(move |o: &K, q| {

@@ -52,7 +52,48 @@ fn without_hash(t: &PodTemplateSpec) -> PodTemplateSpec {
 
 /// Whether two pod templates are semantically equal, ignoring `pod-template-hash`.
 pub fn equal_ignore_hash(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
-    semantic_value(&without_hash(a)) == semantic_value(&without_hash(b))
+    TemplateMatcher::new(b).matches(a)
+}
+
+fn meta_without_hash(
+    t: &PodTemplateSpec,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    let mut meta = t.metadata.clone()?;
+    if let Some(l) = meta.labels.as_mut() {
+        l.remove(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY);
+    }
+    Some(meta)
+}
+
+/// One pod template compared with many ([`equal_ignore_hash`] against each): equal
+/// values are equal semantically too, so most comparisons end with a typed `==`; only
+/// unequal ones build the semantic JSON, this template's once.
+pub struct TemplateMatcher<'a> {
+    template: &'a PodTemplateSpec,
+    meta: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    semantic: std::cell::OnceCell<Value>,
+}
+
+impl<'a> TemplateMatcher<'a> {
+    /// A matcher of `template`.
+    pub fn new(template: &'a PodTemplateSpec) -> Self {
+        TemplateMatcher {
+            template,
+            meta: meta_without_hash(template),
+            semantic: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Whether `other` equals the template semantically, ignoring `pod-template-hash`.
+    pub fn matches(&self, other: &PodTemplateSpec) -> bool {
+        if other.spec == self.template.spec && meta_without_hash(other) == self.meta {
+            return true;
+        }
+        let mine = self
+            .semantic
+            .get_or_init(|| semantic_value(&without_hash(self.template)));
+        semantic_value(&without_hash(other)) == *mine
+    }
 }
 
 const SAFE_ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -96,12 +137,14 @@ pub fn find_new_replica_set<'a, T: Borrow<ReplicaSet>>(
     d: &Deployment,
     rss: &'a [T],
 ) -> Option<&'a T> {
-    let t = template(d);
+    let matcher = TemplateMatcher::new(&d.spec.template);
+    let empty = PodTemplateSpec::default();
     let mut sorted: Vec<&T> = rss.iter().collect();
     sorted.sort_by(|a, b| cmp_creation((*a).borrow(), (*b).borrow()));
-    sorted
-        .into_iter()
-        .find(|rs| equal_ignore_hash(&rs_template((*rs).borrow()), &t))
+    sorted.into_iter().find(|rs| {
+        let rs: &ReplicaSet = (*rs).borrow();
+        matcher.matches(rs.spec.template.as_ref().unwrap_or(&empty))
+    })
 }
 
 /// The old ReplicaSets: (those with replicas, all), the new one excluded.
