@@ -111,13 +111,28 @@ pub async fn run_child_if_asked() -> bool {
 pub struct ControllerManagerChild {
     child: Child,
     lines: Receiver<String>,
+    /// run under `BENCH_CHILD_WRAPPER`: the controller manager is the child's child
+    wrapped: bool,
 }
 
 impl ControllerManagerChild {
     /// Start the controller manager with `controllers` (as `--controllers`, `*` for the
     /// defaults) against the server of `kubeconfig`; returns once it runs.
+    /// `BENCH_CHILD_WRAPPER` runs it under a profiler (`heaptrack -o /tmp/cm`, say: the
+    /// words before the child's own command line).
     pub fn spawn(kubeconfig: &str, controllers: &str) -> Self {
-        let mut child = Command::new(std::env::current_exe().expect("exe"))
+        let exe = std::env::current_exe().expect("exe");
+        let wrapper = std::env::var("BENCH_CHILD_WRAPPER").unwrap_or_default();
+        let mut words = wrapper.split_whitespace();
+        let mut command = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = command
             .args(["--child", kubeconfig, controllers])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -133,8 +148,13 @@ impl ControllerManagerChild {
                 let _ = tx.send(line);
             }
         });
-        assert_eq!(lines.recv().expect("child starts"), "READY");
-        ControllerManagerChild { child, lines }
+        // a wrapper may print first
+        while lines.recv().expect("child starts") != "READY" {}
+        ControllerManagerChild {
+            child,
+            lines,
+            wrapped: !wrapper.trim().is_empty(),
+        }
     }
 
     /// Its user + system CPU seconds so far (from `/proc/<pid>/stat`, NaN when
@@ -171,7 +191,11 @@ impl ControllerManagerChild {
     /// did not say).
     pub fn stop(mut self) -> (f64, f64) {
         let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = if self.wrapped {
+            Command::new("pkill").args(["-TERM", "-P", &pid]).status()
+        } else {
+            Command::new("kill").args(["-TERM", &pid]).status()
+        };
         let mut stats = String::new();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
             if let Some(s) = line.strip_prefix("STATS ") {
