@@ -25,10 +25,12 @@
 //!   current at the same bounded cost.) A series whose Event was deleted meanwhile is
 //!   created afresh. As upstream, the regarding reference includes its resourceVersion.
 //!   At most [`series_cache_size`](EventBroadcasterOptions::series_cache_size) events
-//!   (4096, the size of client-go's event caches) are remembered for series; beyond it
-//!   the least recently seen are forgotten (written ones first), so that a burst of
-//!   distinct events (pods created by the thousand) costs bounded memory, and a repeat
-//!   of a forgotten event creates a new Event.
+//!   (1024) are remembered for series; beyond it the least recently seen are forgotten
+//!   (written ones first), so that a burst of distinct events (pods created by the
+//!   thousand, each a distinct note) costs bounded memory (about 3 KiB an event), while
+//!   an event that keeps repeating stays among the recently seen; a repeat of a
+//!   forgotten event creates a new Event. (client-go's `tools/record` bounds its caches
+//!   at 4096; `tools/events` keeps every event of the last 6 minutes.)
 //! * **Rate limit.** Each reporter gets a token bucket per regarding object (burst 25,
 //!   one more token every 5 minutes, as client-go's `EventSourceObjectSpamFilter`).
 //!   Events beyond it are dropped, including repeats that would only bump a series.
@@ -101,7 +103,7 @@ pub struct EventBroadcasterOptions {
     pub series_flush_interval: Duration,
     /// How long after its last occurrence an event still joins a series (6 min).
     pub series_window: Duration,
-    /// Events remembered for series (4096); beyond it the least recently seen are
+    /// Events remembered for series (1024); beyond it the least recently seen are
     /// forgotten, those with unwritten occurrences last.
     pub series_cache_size: usize,
     /// Events a reporter may emit about one object at once (25).
@@ -127,7 +129,7 @@ impl Default for EventBroadcasterOptions {
             queue_capacity: 1000,
             series_flush_interval: Duration::from_secs(30),
             series_window: Duration::from_secs(6 * 60),
-            series_cache_size: 4096,
+            series_cache_size: 1024,
             burst: 25,
             refill_interval: Duration::from_secs(5 * 60),
             rate_limit_cache_size: 4096,

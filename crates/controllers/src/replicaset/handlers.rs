@@ -30,15 +30,15 @@ use coxswain_runtime::controllerutil::get_controller_of;
 
 /// Where the handlers look ReplicaSets up: the informer's store (a map in tests).
 pub(crate) trait Owners<K>: Send + Sync {
-    /// The object at `key`.
-    fn get(&self, key: &ObjectKey) -> Option<Arc<K>>;
+    /// The UID of the object at `key` (without decoding it, where the store can).
+    fn uid(&self, key: &ObjectKey) -> Option<String>;
     /// The objects of `namespace`.
     fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>>;
 }
 
 impl<K: ReplicaSetKind> Owners<K> for Store<K> {
-    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        Store::get(self, key)
+    fn uid(&self, key: &ObjectKey) -> Option<String> {
+        Store::uid(self, key)
     }
 
     fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
@@ -70,8 +70,7 @@ impl<K: ReplicaSetKind> PodHandler<K> {
             return None;
         }
         let key = ObjectKey::from_parts(namespace, &r.name);
-        let owner = self.owners.get(&key)?;
-        (owner.meta().uid.as_deref() == Some(r.uid.as_str())).then_some(key)
+        (self.owners.uid(&key)?.as_str() == r.uid.as_str()).then_some(key)
     }
 
     /// The ReplicaSets whose selector matches an orphan `pod` (upstream
@@ -242,8 +241,8 @@ mod tests {
     struct Map(HashMap<ObjectKey, Arc<ReplicaSet>>);
 
     impl Owners<ReplicaSet> for Map {
-        fn get(&self, key: &ObjectKey) -> Option<Arc<ReplicaSet>> {
-            self.0.get(key).cloned()
+        fn uid(&self, key: &ObjectKey) -> Option<String> {
+            self.0.get(key).and_then(|r| r.metadata.uid.clone())
         }
         fn in_namespace(&self, namespace: &str) -> Vec<Arc<ReplicaSet>> {
             let mut v: Vec<_> = self

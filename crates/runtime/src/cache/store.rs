@@ -94,6 +94,8 @@ pub(crate) struct MetaHead<'a> {
     pub namespace: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "resourceVersion")]
     pub resource_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub uid: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default, rename = "managedFields")]
     pub managed_fields: Option<&'a RawValue>,
 }
@@ -381,6 +383,19 @@ impl<K: Resource + DeserializeOwned> Store<K> {
         inner.objects.get(&key).and_then(|s| s.decode(&key))
     }
 
+    /// The UID of the object at `key`, read without decoding it (what a handler needs
+    /// to check that an owner reference still names the cached object).
+    pub fn uid(&self, key: &ObjectKey) -> Option<String> {
+        let key = StoreKey::of(key);
+        let inner = self.read();
+        match inner.objects.get(&key)? {
+            Slot::Object(o) => o.meta().uid.clone(),
+            Slot::Wire(raw) => serde_json::from_str::<Head>(raw.get())
+                .ok()
+                .and_then(|h| h.metadata.uid.map(|u| u.into_owned())),
+        }
+    }
+
     /// Whether an object with that key is cached (no decode).
     pub fn contains(&self, key: &ObjectKey) -> bool {
         self.read().objects.contains_key(&StoreKey::of(key))
@@ -491,6 +506,7 @@ mod tests {
         c.metadata.namespace = Some(ns.into());
         c.metadata.name = Some(name.into());
         c.metadata.resource_version = Some(rv.into());
+        c.metadata.uid = Some(format!("uid-{name}"));
         c.metadata.labels = Some(BTreeMap::from([("app".to_string(), app.to_string())]));
         let raw = serde_json::value::to_raw_value(&c).expect("encodes");
         (key(ns, name), Slot::Wire(raw))
@@ -554,6 +570,11 @@ mod tests {
                 .and_then(|c| c.metadata.resource_version.clone()),
             Some("4".into())
         );
+        assert_eq!(
+            s.uid(&ObjectKey::namespaced("a", "x")),
+            Some("uid-x".into())
+        );
+        assert_eq!(s.uid(&ObjectKey::namespaced("a", "y")), None);
     }
 
     #[test]
