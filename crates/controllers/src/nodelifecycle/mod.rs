@@ -64,6 +64,11 @@ pub const EVENT_SOURCE: &str = "node-controller";
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// Status write attempts per node and pass (upstream `NodeHealthUpdateRetry`).
 pub const NODE_HEALTH_UPDATE_RETRY: usize = 5;
+/// Nodes whose health (and pods) one monitor pass updates at once (upstream
+/// `nodeUpdateWorkerSize`, the parallelism of `monitorNodeHealth`). Unbounded, a pass
+/// over thousands of nodes that all went NotReady held every node's pods decoded at
+/// once while their writes waited.
+pub const NODE_UPDATE_WORKER_SIZE: usize = 8;
 
 /// The node lifecycle controller's options (upstream
 /// `NodeLifecycleControllerConfiguration` and the eviction flags).
@@ -426,7 +431,12 @@ impl Inner {
             String,
             Vec<Option<k8s_openapi::api::core::v1::NodeCondition>>,
         > = BTreeMap::new();
-        let updates = futures::future::join_all(nodes.iter().map(|n| self.update_node(n))).await;
+        let workers = tokio::sync::Semaphore::new(NODE_UPDATE_WORKER_SIZE);
+        let updates = futures::future::join_all(nodes.iter().map(|n| async {
+            let _worker = workers.acquire().await.ok();
+            self.update_node(n).await
+        }))
+        .await;
         for (n, current) in nodes.iter().zip(updates) {
             let Some(current) = current else { continue };
             if !health::excluded_from_disruption_checks(n) {
