@@ -41,13 +41,10 @@ pub fn semantic_value<T: Serialize>(v: &T) -> Value {
 }
 
 fn without_hash(t: &PodTemplateSpec) -> PodTemplateSpec {
-    let mut t = t.clone();
-    if let Some(meta) = t.metadata.as_mut() {
-        if let Some(l) = meta.labels.as_mut() {
-            l.remove(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY);
-        }
+    PodTemplateSpec {
+        metadata: meta_without_hash(t),
+        spec: t.spec.clone(),
     }
-    t
 }
 
 /// Whether two pod templates are semantically equal, ignoring `pod-template-hash`.
@@ -89,9 +86,12 @@ impl<'a> TemplateMatcher<'a> {
         if other.spec == self.template.spec && meta_without_hash(other) == self.meta {
             return true;
         }
-        let mine = self
-            .semantic
-            .get_or_init(|| semantic_value(&without_hash(self.template)));
+        let mine = self.semantic.get_or_init(|| {
+            semantic_value(&PodTemplateSpec {
+                metadata: self.meta.clone(),
+                spec: self.template.spec.clone(),
+            })
+        });
         semantic_value(&without_hash(other)) == *mine
     }
 }
