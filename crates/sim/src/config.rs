@@ -11,6 +11,10 @@ use crate::Error;
 /// Label (value `"true"`) that marks the nodes the simulator owns by default.
 pub const MANAGED_LABEL: &str = "sim.coxswain.dev/managed";
 
+/// Nodes per heartbeat worker at least (see [`SimConfig::node_workers`]): a worker renews
+/// its nodes' Leases (every 10 s) in time while a renewal takes up to 200 ms.
+pub const NODES_PER_HEARTBEAT_WORKER: usize = 50;
+
 /// Node annotation that stops (`"stopped"`) or runs (any other value) a managed node's
 /// heartbeats and kubelet; without it, [`SimConfig::stopped_heartbeats`] decides.
 pub const HEARTBEAT_ANNOTATION: &str = "sim.coxswain.dev/heartbeat";
@@ -102,7 +106,12 @@ pub struct SimConfig {
     /// Concurrent scheduling workers: decisions are made one at a time, bindings run in
     /// parallel (default 16).
     pub scheduler_workers: usize,
-    /// Concurrent node heartbeat workers (default 8).
+    /// Concurrent node heartbeat workers (default 8). Real kubelets renew their Leases
+    /// independently, so the simulator runs at least one worker per
+    /// [`NODES_PER_HEARTBEAT_WORKER`] nodes ([`SimConfig::heartbeat_workers`]): 5,000 nodes
+    /// renew 500 Leases a second, more than 8 workers keep up with once the API server's
+    /// latency grows under load, and late renewals make the node lifecycle controller
+    /// mark nodes NotReady.
     pub node_workers: usize,
     /// Simulate the cloud's service load balancers (default true): `type: LoadBalancer`
     /// Services without a `loadBalancerClass` get an address from
@@ -181,6 +190,14 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// The node heartbeat workers to run: [`SimConfig::node_workers`], and at least one
+    /// per [`NODES_PER_HEARTBEAT_WORKER`] nodes.
+    pub fn heartbeat_workers(&self) -> usize {
+        self.node_workers
+            .max(self.nodes.div_ceil(NODES_PER_HEARTBEAT_WORKER))
+            .max(1)
+    }
+
     /// Whether `node`'s heartbeats are stopped: its [`HEARTBEAT_ANNOTATION`] is
     /// `"stopped"`, or it has none and is one of [`SimConfig::stopped_heartbeats`].
     pub fn heartbeats_stopped(&self, node: &k8s_openapi::api::core::v1::Node) -> bool {
@@ -288,6 +305,19 @@ impl SimConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heartbeat_workers_grow_with_the_nodes() {
+        let mut c = SimConfig::default();
+        assert_eq!(c.heartbeat_workers(), 8, "3 nodes: the configured 8");
+        c.nodes = 5000;
+        assert_eq!(c.heartbeat_workers(), 100, "one per 50 nodes");
+        c.nodes = 401;
+        assert_eq!(c.heartbeat_workers(), 9);
+        c.node_workers = 0;
+        c.nodes = 0;
+        assert_eq!(c.heartbeat_workers(), 1, "never none");
+    }
 
     #[test]
     fn defaults_are_valid_and_names_round_trip() {

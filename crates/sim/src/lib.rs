@@ -247,7 +247,7 @@ impl Simulator {
         let node_controller = ControllerBuilder::new(&cache)
             .named("sim-nodes")
             .with_options(ControllerOptions {
-                max_concurrent_reconciles: cfg.node_workers.max(1),
+                max_concurrent_reconciles: cfg.heartbeat_workers(),
                 ..Default::default()
             })
             .for_::<Node>()

@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::store::{Change, Head, Slot, Storage, Store, StoreKey};
+use super::store::{Change, Dict, Head, Slot, Storage, Store, StoreKey, DICT_BYTES};
 
 /// A cached object as the server sent it.
 pub type RawObject = Box<RawValue>;
@@ -168,6 +168,10 @@ pub struct Informer<K> {
     transform: Option<Transform<K>>,
     /// one shared string per namespace for the keys of this informer's objects
     namespaces: Mutex<HashSet<Arc<str>>>,
+    /// what compact objects are compressed against, once [`DICT_BYTES`] of JSON came
+    dict: std::sync::OnceLock<Arc<Dict>>,
+    /// the JSON gathered for `dict` until then
+    dict_samples: Mutex<Vec<u8>>,
 }
 
 /// Why one LIST/WATCH round ended.
@@ -270,7 +274,31 @@ where
             config,
             transform,
             namespaces: Mutex::new(HashSet::new()),
+            dict: std::sync::OnceLock::new(),
+            dict_samples: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A compact slot of `raw`: compressed against the informer's dictionary, or as it
+    /// is while the first [`DICT_BYTES`] of JSON make the dictionary.
+    fn pack(&self, raw: Box<RawValue>) -> Slot<K> {
+        if let Some(dict) = self.dict.get() {
+            return dict.pack(raw);
+        }
+        let mut samples = self.dict_samples.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dict) = self.dict.get() {
+            return dict.pack(raw);
+        }
+        let json = raw.get().as_bytes();
+        let take = json.len().min(DICT_BYTES - samples.len());
+        samples.extend_from_slice(&json[..take]);
+        if samples.len() < DICT_BYTES {
+            return Slot::Wire(raw);
+        }
+        let dict = self
+            .dict
+            .get_or_init(|| Dict::new(std::mem::take(&mut *samples)));
+        dict.pack(raw)
     }
 
     /// The store the informer fills.
@@ -368,7 +396,7 @@ where
             _ => raw,
         };
         let slot = if self.transform.is_none() && self.config.storage == Storage::Compact {
-            Slot::Wire(raw)
+            self.pack(raw)
         } else {
             let mut obj: K = match serde_json::from_str(raw.get()) {
                 Ok(o) => o,
@@ -383,7 +411,7 @@ where
             match self.config.storage {
                 Storage::Decoded => Slot::Object(Arc::new(obj)),
                 Storage::Compact => match serde_json::value::to_raw_value(&obj) {
-                    Ok(r) => Slot::Wire(r),
+                    Ok(r) => self.pack(r),
                     Err(_) => Slot::Object(Arc::new(obj)),
                 },
             }
