@@ -131,14 +131,15 @@ impl Dict {
         }
     }
 
-    /// The JSON `data` ([`Dict::pack`]) holds.
-    fn unpack(&self, data: &[u8]) -> Result<String, String> {
+    /// The JSON `data` ([`Dict::pack`]) holds (UTF-8 when packed; the JSON parse that
+    /// reads it checks again).
+    fn unpack(&self, data: &[u8]) -> Result<Vec<u8>, String> {
         let (len, block) = data.split_first_chunk::<4>().ok_or("truncated")?;
         let mut out = vec![0u8; u32::from_le_bytes(*len) as usize];
         let n = lz4_flex::block::decompress_into_with_dict(block, &mut out, &self.0)
             .map_err(|e| e.to_string())?;
         out.truncate(n);
-        String::from_utf8(out).map_err(|e| e.to_string())
+        Ok(out)
     }
 }
 
@@ -167,10 +168,10 @@ pub(crate) struct MetaHead<'a> {
 impl<K> Slot<K> {
     /// `f` of the slot's JSON (`None` for a decoded slot, or, logged, when a packed one
     /// does not unpack).
-    fn with_json<R>(&self, f: impl FnOnce(&str) -> R) -> Option<R> {
+    fn with_json<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         match self {
             Slot::Object(_) => None,
-            Slot::Wire(raw) => Some(f(raw.get())),
+            Slot::Wire(raw) => Some(f(raw.get().as_bytes())),
             Slot::Packed { dict, data } => match dict.unpack(data) {
                 Ok(json) => Some(f(&json)),
                 Err(e) => {
@@ -184,7 +185,7 @@ impl<K> Slot<K> {
     /// The parts of the object's metadata in [`MetaHead`], as `f` takes them.
     fn head<R>(&self, f: impl FnOnce(&MetaHead<'_>) -> Option<R>) -> Option<R> {
         self.with_json(|json| {
-            serde_json::from_str::<Head>(json)
+            serde_json::from_slice::<Head>(json)
                 .ok()
                 .and_then(|h| f(&h.metadata))
         })
@@ -198,7 +199,7 @@ impl<K: Resource + DeserializeOwned> Slot<K> {
         if let Slot::Object(o) = self {
             return Some(o.clone());
         }
-        self.with_json(|json| match serde_json::from_str(json) {
+        self.with_json(|json| match serde_json::from_slice(json) {
             Ok(o) => Some(Arc::new(o)),
             Err(e) => {
                 tracing::warn!(
@@ -667,7 +668,10 @@ mod tests {
             data.len(),
             other_json.len()
         );
-        assert_eq!(slot.with_json(str::to_string), Some(other_json));
+        assert_eq!(
+            slot.with_json(<[u8]>::to_vec),
+            Some(other_json.into_bytes())
+        );
         assert_eq!(slot.resource_version(), Some("8".into()));
         assert_eq!(slot.uid(), Some("uid-y".into()));
         let decoded = slot.decode(&"a/y").expect("decodes");
