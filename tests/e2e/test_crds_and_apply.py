@@ -202,6 +202,9 @@ def test_server_side_apply_custom_resources(kubectl, ns, group):
     got = kubectl.json("get", f"widgets.{group}", "applied", "-n", ns)
     assert got["spec"]["tags"] == ["c"], got["spec"]
     assert [p["name"] for p in got["spec"]["ports"]] == ["http", "metrics"]
+    # custom resources are kept untyped: their list items keep kind and apiVersion
+    raw = json.loads(kubectl("get", "--raw", f"/apis/{group}/v1/namespaces/{ns}/widgets").stdout)
+    assert [(i["kind"], i["apiVersion"]) for i in raw["items"]] == [("Widget", f"{group}/v1")]
 
 
 def test_deleting_a_crd_removes_its_objects(kubectl, ns, group):

@@ -1,6 +1,8 @@
 """The official Python client: resourceVersion semantics, watch, pagination,
 optimistic concurrency, preconditions, set-based selectors, bookmarks."""
 
+import json
+
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -66,6 +68,23 @@ def test_get_returns_what_was_written(core_v1, ns):
     st = api_status(ei.value)
     assert st.get("kind") == "Status" and st.get("reason") == "NotFound", st
     assert st.get("details", {}).get("name") == "absent", st
+
+
+def test_list_items_carry_no_type_meta_as_upstream(core_v1, kubectl, ns):
+    """kube-apiserver leaves `kind` and `apiVersion` out of a built-in list's items (the
+    list's kind names them, kubernetes/kubernetes#3030); a GET and kubectl's output
+    (kubectl fills them in) have them."""
+    core_v1.create_namespaced_config_map(ns, cm("typed"))
+    listed = core_v1.list_namespaced_config_map(ns)
+    assert listed.kind == "ConfigMapList" and listed.api_version == "v1"
+    item = next(i for i in listed.items if i.metadata.name == "typed")
+    assert item.kind is None and item.api_version is None, item
+    got = core_v1.read_namespaced_config_map("typed", ns)
+    assert got.kind == "ConfigMap" and got.api_version == "v1"
+    raw = json.loads(kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/configmaps").stdout)
+    assert all("kind" not in i and "apiVersion" not in i for i in raw["items"]), raw["items"]
+    shown = kubectl.json("get", "configmaps", "-n", ns)
+    assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in shown["items"])
 
 
 # --------------------------------------------------------------------------- watch

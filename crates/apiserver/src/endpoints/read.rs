@@ -107,6 +107,7 @@ impl Api {
             && rendering == Rendering::Full
             && !crate::registry::versions::converts(def);
         let mut stored: Vec<Arc<StoredObject>> = Vec::new();
+        let form = ItemForm::of(def, rendering);
         let mut count = 0usize;
         let mut last_key: Option<String> = None;
         let mut remaining = 0usize;
@@ -143,7 +144,7 @@ impl Api {
                 if count > 0 {
                     out.put_u8(b',');
                 }
-                out.extend_from_slice(&super::codec::render(def, obj, rendering)?);
+                form.put(&super::codec::render(def, obj, rendering)?, &mut out);
             }
             count += 1;
             last_key = Some(k.clone());
@@ -182,7 +183,7 @@ impl Api {
                         if i > 0 {
                             out.put_u8(b',');
                         }
-                        out.extend_from_slice(item.json());
+                        form.put(item.json(), &mut out);
                     }
                 }
             }
@@ -195,7 +196,7 @@ impl Api {
             Value::Object(meta)
         );
         if as_stored {
-            return Ok(json_list(Bytes::from(head), stored, LIST_CHUNK));
+            return Ok(json_list(Bytes::from(head), stored, form, LIST_CHUNK));
         }
         let mut body = BytesMut::with_capacity(head.len() + out.len() + 2);
         body.extend_from_slice(head.as_bytes());
@@ -225,39 +226,98 @@ impl Api {
 /// Size of the pieces a big JSON LIST body is written in.
 const LIST_CHUNK: usize = 128 * 1024;
 
+/// How a LIST writes its items. Upstream's lists of built-in kinds leave each item's
+/// `kind` and `apiVersion` out (the list's own `kind` names them; clients such as
+/// client-go and the Python client see them empty, kubernetes/kubernetes#3030), while
+/// custom resources' items, kept untyped, and `PartialObjectMetadata` items keep theirs.
+struct ItemForm {
+    /// The stored JSON's leading `{"kind":…,"apiVersion":…,` to leave out, when items
+    /// go without them.
+    type_meta: Option<Box<[u8]>>,
+}
+
+impl ItemForm {
+    /// The form of `def`'s items in a list rendered as `rendering`.
+    fn of(def: &ResourceDef, rendering: Rendering) -> ItemForm {
+        let bare = rendering == Rendering::Full && def.custom.is_none();
+        ItemForm {
+            type_meta: bare.then(|| {
+                format!(
+                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",",
+                    def.kind,
+                    def.api_version()
+                )
+                .into_bytes()
+                .into_boxed_slice()
+            }),
+        }
+    }
+
+    /// Appends one item's JSON (an object serialised by the server) as the list holds it.
+    fn put(&self, json: &[u8], out: &mut BytesMut) {
+        let Some(prefix) = &self.type_meta else {
+            out.extend_from_slice(json);
+            return;
+        };
+        if let Some(rest) = json.strip_prefix(&prefix[..]) {
+            // the common case: the server writes kind and apiVersion first
+            out.put_u8(b'{');
+            out.extend_from_slice(rest);
+            return;
+        }
+        match serde_json::from_slice::<Value>(json) {
+            Ok(Value::Object(mut m)) => {
+                // shift, not swap: the other fields keep their order
+                m.shift_remove("kind");
+                m.shift_remove("apiVersion");
+                // a map of JSON values always serialises
+                if let Ok(v) = serde_json::to_vec(&m) {
+                    out.extend_from_slice(&v);
+                    return;
+                }
+                out.extend_from_slice(json);
+            }
+            _ => out.extend_from_slice(json),
+        }
+    }
+}
+
 /// A JSON list of stored objects: `head` (the list up to its `items` array), the
-/// objects' stored JSON separated by commas, then `]}`. A body larger than `chunk` is
-/// streamed in pieces of about `chunk` bytes (chunked transfer encoding, as
+/// objects' stored JSON in `form`, separated by commas, then `]}`. A body larger than
+/// `chunk` is streamed in pieces of about `chunk` bytes (chunked transfer encoding, as
 /// kube-apiserver writes big lists) straight from the objects, so the whole answer is
 /// never held in one buffer and the first bytes leave at once; a smaller one is one
 /// buffer with its length. The objects are the snapshot's: the stream holds no lock.
-fn json_list(head: Bytes, items: Vec<Arc<StoredObject>>, chunk: usize) -> Reply {
-    let commas = items.len().saturating_sub(1);
-    let size = head.len() + items.iter().map(|o| o.json.len()).sum::<usize>() + commas + 2;
-    if size <= chunk {
-        return Reply::json_bytes(StatusCode::OK, one_buffer(&head, &items));
+fn json_list(head: Bytes, items: Vec<Arc<StoredObject>>, form: ItemForm, chunk: usize) -> Reply {
+    if upper_size(&head, &items) <= chunk {
+        return Reply::json_bytes(StatusCode::OK, one_buffer(&head, &items, &form));
     }
     Reply::json_stream(
         StatusCode::OK,
         axum::body::Body::from_stream(futures::stream::iter(
-            ListPieces::new(head, items, chunk).map(Ok::<Bytes, std::convert::Infallible>),
+            ListPieces::new(head, items, form, chunk).map(Ok::<Bytes, std::convert::Infallible>),
         )),
     )
 }
 
-/// A JSON list of stored objects in one buffer.
-fn one_buffer(head: &[u8], items: &[Arc<StoredObject>]) -> Bytes {
-    let size = head.len()
+/// The size of a list body with whole stored objects: at least the body's size in any
+/// [`ItemForm`] (which only leaves fields out).
+fn upper_size(head: &[u8], items: &[Arc<StoredObject>]) -> usize {
+    head.len()
         + items.iter().map(|o| o.json.len()).sum::<usize>()
         + items.len().saturating_sub(1)
-        + 2;
-    let mut body = BytesMut::with_capacity(size);
+        + 2
+}
+
+/// A JSON list of stored objects in one buffer.
+fn one_buffer(head: &[u8], items: &[Arc<StoredObject>], form: &ItemForm) -> Bytes {
+    let mut body = BytesMut::with_capacity(upper_size(head, items));
     body.extend_from_slice(head);
     for (i, obj) in items.iter().enumerate() {
         if i > 0 {
             body.put_u8(b',');
         }
-        body.extend_from_slice(&obj.json);
+        form.put(&obj.json, &mut body);
     }
     body.extend_from_slice(b"]}");
     body.freeze()
@@ -269,16 +329,18 @@ fn one_buffer(head: &[u8], items: &[Arc<StoredObject>]) -> Bytes {
 struct ListPieces {
     head: Option<Bytes>,
     items: std::iter::Peekable<std::vec::IntoIter<Arc<StoredObject>>>,
+    form: ItemForm,
     first: bool,
     done: bool,
     chunk: usize,
 }
 
 impl ListPieces {
-    fn new(head: Bytes, items: Vec<Arc<StoredObject>>, chunk: usize) -> ListPieces {
+    fn new(head: Bytes, items: Vec<Arc<StoredObject>>, form: ItemForm, chunk: usize) -> ListPieces {
         ListPieces {
             head: Some(head),
             items: items.into_iter().peekable(),
+            form,
             first: true,
             done: false,
             chunk,
@@ -307,6 +369,7 @@ impl Iterator for ListPieces {
                 self.done = true;
                 break;
             };
+            // the whole stored object's length: the item is at most that long
             let len = obj.json.len() + usize::from(!self.first);
             if !buf.is_empty() && buf.len() + len > self.chunk {
                 break;
@@ -315,7 +378,7 @@ impl Iterator for ListPieces {
                 buf.put_u8(b',');
             }
             self.first = false;
-            buf.extend_from_slice(&obj.json);
+            self.form.put(&obj.json, &mut buf);
             self.items.next();
         }
         Some(buf.freeze())
@@ -439,6 +502,7 @@ mod tests {
     use super::*;
     use crate::endpoints::negotiate::Format;
     use crate::endpoints::request::{route_in, Query, Route};
+    use crate::registry::catalog::Catalog;
     use crate::storage::persist::Committer;
     use crate::storage::store::Store;
 
@@ -554,7 +618,11 @@ mod tests {
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(&obj.json);
+            let mut item: serde_json::Map<String, Value> =
+                serde_json::from_slice(&obj.json).unwrap();
+            assert_eq!(item.shift_remove("kind"), Some(json!("ConfigMap")));
+            assert_eq!(item.shift_remove("apiVersion"), Some(json!("v1")));
+            out.extend_from_slice(&serde_json::to_vec(&item).unwrap());
         }
         let head = format!(
             "{{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[",
@@ -565,8 +633,6 @@ mod tests {
         body.extend_from_slice(b"]}");
         body
     }
-
-    /// The stored objects of `ns` named in a list answer, in its order.
     fn stored_items(api: &Api, ns: &str, list: &Value) -> Vec<Arc<StoredObject>> {
         list["items"]
             .as_array()
@@ -723,7 +789,7 @@ mod tests {
     #[test]
     fn pieces_join_to_the_one_buffer_body() {
         let obj = |name: &str, size: usize| {
-            let v = json!({"metadata": {"name": name}, "data": {"p": "y".repeat(size)}});
+            let v = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name}, "data": {"p": "y".repeat(size)}});
             Arc::new(StoredObject::from_value(1, &v, &[]).unwrap())
         };
         let head = Bytes::from_static(b"{\"kind\":\"ConfigMapList\",\"items\":[");
@@ -734,19 +800,78 @@ mod tests {
             // objects larger than a chunk are pieces of their own
             vec![obj("small", 1), obj("big", 500), obj("tiny", 0)],
         ];
+        let cm = Catalog::builtin().lookup("", "v1", "configmaps").unwrap();
         for items in sets {
-            let whole = one_buffer(&head, &items);
-            for chunk in [1, 16, 64, 100, 1 << 20] {
-                let pieces: Vec<Bytes> =
-                    ListPieces::new(head.clone(), items.clone(), chunk).collect();
-                assert_eq!(pieces.concat(), whole.to_vec(), "chunk {chunk}");
-                // no piece is larger than a chunk but one holding only the head, one
-                // object (and its comma) or the end
-                let largest = items.iter().map(|o| o.json.len() + 1).max().unwrap_or(0);
-                let bound = chunk.max(largest).max(head.len()).max(2);
-                assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= bound));
+            for rendering in [Rendering::Full, Rendering::Metadata] {
+                let whole = one_buffer(&head, &items, &ItemForm::of(cm, rendering));
+                for chunk in [1, 16, 64, 100, 1 << 20] {
+                    let pieces: Vec<Bytes> = ListPieces::new(
+                        head.clone(),
+                        items.clone(),
+                        ItemForm::of(cm, rendering),
+                        chunk,
+                    )
+                    .collect();
+                    assert_eq!(pieces.concat(), whole.to_vec(), "chunk {chunk}");
+                    // no piece is larger than a chunk but one holding only the head, one
+                    // object (and its comma) or the end
+                    let largest = items.iter().map(|o| o.json.len() + 1).max().unwrap_or(0);
+                    let bound = chunk.max(largest).max(head.len()).max(2);
+                    assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= bound));
+                }
             }
         }
+    }
+
+    #[test]
+    fn built_in_list_items_go_without_kind_and_api_version() {
+        let cm = Catalog::builtin().lookup("", "v1", "configmaps").unwrap();
+        let put = |form: &ItemForm, json: &str| {
+            let mut out = BytesMut::new();
+            form.put(json.as_bytes(), &mut out);
+            String::from_utf8(out.to_vec()).unwrap()
+        };
+        let bare = ItemForm::of(cm, Rendering::Full);
+        let cases = [
+            // as the server stores objects: kind and apiVersion lead
+            (
+                r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{"kind":"x"}}"#,
+                r#"{"metadata":{"name":"a"},"data":{"kind":"x"}}"#,
+            ),
+            // elsewhere in the object, or only one of them
+            (
+                r#"{"metadata":{"name":"a"},"apiVersion":"v1","kind":"ConfigMap","data":{}}"#,
+                r#"{"metadata":{"name":"a"},"data":{}}"#,
+            ),
+            (r#"{"apiVersion":"v1","metadata":{}}"#, r#"{"metadata":{}}"#),
+            (
+                r#"{"data":{},"kind":"ConfigMap","metadata":{},"immutable":true}"#,
+                r#"{"data":{},"metadata":{},"immutable":true}"#,
+            ),
+            (
+                r#"{"metadata":{"name":"a"}}"#,
+                r#"{"metadata":{"name":"a"}}"#,
+            ),
+            // another kind's prefix is no match for the fast path, but still removed
+            (
+                r#"{"kind":"Secret","apiVersion":"v1","metadata":{}}"#,
+                r#"{"metadata":{}}"#,
+            ),
+            // not an object: as it is
+            ("[1]", "[1]"),
+        ];
+        for (stored, listed) in cases {
+            assert_eq!(put(&bare, stored), listed, "{stored}");
+        }
+        // metadata-only items are PartialObjectMetadata with their type, as upstream
+        let meta = ItemForm::of(cm, Rendering::Metadata);
+        let partial =
+            r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{}}"#;
+        assert_eq!(put(&meta, partial), partial);
+        // custom resources' items keep theirs (they are stored untyped)
+        let custom = ItemForm { type_meta: None };
+        let cr = r#"{"kind":"Widget","apiVersion":"x.io/v1","metadata":{}}"#;
+        assert_eq!(put(&custom, cr), cr);
     }
 
     #[tokio::test]
