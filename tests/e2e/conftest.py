@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Sequence, Any, Callable, Iterable, Optional
+from typing import Sequence, Any, Callable, Iterable, Iterator, Optional
 from urllib.parse import urlparse
 
 import pytest
@@ -145,10 +145,14 @@ class CoxswainServer:
         self.port = free_port()
         self.log_path = self.base_dir / f"{self.name}-{self.starts}.log"
         self._log_file = open(self.log_path, "wb")
+        # a bare API server runs no service account controller, so no namespace has its
+        # `default` account: pods are admitted without one (as envtest runs kube-apiserver)
+        bare = ["--disable-admission-plugins=ServiceAccount"] if self.command == "apiserver" else []
         cmd = [
             str(binary), self.command,
             "--data-dir", str(self.data_dir),
             "--bind", f"127.0.0.1:{self.port}",
+            *bare,
             *extra_args,
         ]
         self._log_file.write(("$ " + " ".join(cmd) + "\n").encode())
@@ -372,6 +376,22 @@ def wait_until(pred: Callable[[], Any], timeout: float = 15, interval: float = 0
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message} (last={last!r})")
         time.sleep(interval)
+
+
+def cluster_namespace(kc: Callable[..., subprocess.CompletedProcess], prefix: str) -> Iterator[str]:
+    """A namespace for one test on a cluster that runs controllers (`up`): created, ready
+    for pods once its `default` service account exists (ServiceAccount admission refuses
+    pods until then; upstream's e2e framework waits alike), deleted afterwards. Use as
+    `yield from cluster_namespace(kc, "prefix")` in a fixture."""
+    import uuid
+
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    kc("create", "namespace", name)
+    wait_until(lambda: kc("-n", name, "get", "serviceaccount", "default",
+                          check=False).returncode == 0,
+               timeout=30, message=f"serviceaccount {name}/default")
+    yield name
+    kc("delete", "namespace", name, "--wait=false", check=False)
 
 
 def rv_int(rv: str) -> int:

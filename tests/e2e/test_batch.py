@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime
 import json
-import uuid
 
 import pytest
 
-from conftest import Kubectl, to_yaml, wait_until
+from conftest import Kubectl, cluster_namespace, to_yaml, wait_until
 
 
 @pytest.fixture
@@ -23,10 +22,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def bns(kc) -> str:
-    name = f"batch-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "batch")
 
 
 def now_utc() -> datetime.datetime:

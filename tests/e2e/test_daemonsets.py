@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl, StreamReader, parse_json_stream, stop_process, wait_until
+from conftest import Kubectl, StreamReader, cluster_namespace, parse_json_stream, stop_process, wait_until
 
 MANAGED = "sim.coxswain.dev/managed"
 
@@ -24,10 +24,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def dns(kc) -> str:
-    name = f"ds-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "ds")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 MANAGED = "sim.coxswain.dev/managed"
 VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -25,10 +25,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def pns(kc) -> str:
-    name = f"pdb-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "pdb")
 
 
 @pytest.fixture

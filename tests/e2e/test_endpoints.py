@@ -5,11 +5,10 @@ selector keeps its hand-written Endpoints, which are mirrored to an EndpointSlic
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 MIRROR = "endpointslicemirroring-controller.k8s.io"
 
@@ -21,10 +20,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def ens(kc) -> str:
-    name = f"ep-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "ep")
 
 
 def ready_pod_ips(kc, ns: str, app: str) -> list[str]:

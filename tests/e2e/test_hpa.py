@@ -12,11 +12,10 @@ so the waits are polls with generous deadlines, never sleeps."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 USAGE = "sim.coxswain.dev/cpu-usage"
 # two sync periods of 15 s plus pod start-up, with a wide margin for a loaded machine
@@ -30,10 +29,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def hns(kc) -> str:
-    name = f"hpa-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "hpa")
 
 
 def web() -> dict:

@@ -119,6 +119,44 @@ def test_create_token_bound_to_a_pod_stops_working_when_the_pod_goes(cluster):
     assert kubectl_as_token(cluster, plain, "auth", "whoami").returncode == 0
 
 
+def test_pods_of_a_missing_service_account_wait_for_it(cluster):
+    """ServiceAccount admission refuses a pod whose account does not exist, as
+    kube-apiserver does; a Deployment's ReplicaSet reports the refusal and creates its
+    pods once the account is there."""
+    ns = _ns(cluster, "samiss")
+    wait_until(lambda: cluster.kubectl("-n", ns, "get", "serviceaccount", "default",
+                                       check=False).returncode == 0, timeout=30)
+    out = cluster.kubectl("-n", ns, "run", "lost", "--image=registry.k8s.io/pause:3.10",
+                          "--restart=Never",
+                          '--overrides={"spec": {"serviceAccountName": "robot"}}', check=False)
+    assert out.returncode != 0
+    assert (f'pods "lost" is forbidden: error looking up service account {ns}/robot: '
+            'serviceaccount "robot" not found') in out.stderr, out.stderr
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"serviceAccountName": "robot",
+                                       "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}},
+    }
+    cluster.kubectl("-n", ns, "create", "-f", "-", input=json.dumps(deployment))
+
+    def failure():
+        rs = json.loads(cluster.kubectl("-n", ns, "get", "rs", "-l", "app=web", "-o", "json").stdout)["items"]
+        conds = [c for r in rs for c in r.get("status", {}).get("conditions", [])]
+        return next((c for c in conds if c["type"] == "ReplicaFailure"), None)
+
+    cond = wait_until(failure, timeout=30)
+    assert cond["reason"] == "FailedCreate", cond
+    assert "error looking up service account" in cond["message"], cond
+    events = cluster.kubectl("-n", ns, "get", "events", "--field-selector=reason=FailedCreate",
+                             "-o", "jsonpath={.items[*].message}").stdout
+    assert 'serviceaccount "robot" not found' in events, events
+    cluster.kubectl("-n", ns, "create", "serviceaccount", "robot")
+    cluster.kubectl("-n", ns, "rollout", "status", "deployment/web", "--timeout=120s", timeout=150)
+    wait_until(lambda: failure() is None, timeout=30)
+
+
 def test_token_request_validation(cluster):
     ns = _ns(cluster, "tokval")
     wait_until(lambda: cluster.kubectl("-n", ns, "get", "serviceaccount", "default",

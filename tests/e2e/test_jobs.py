@@ -5,11 +5,10 @@ fail with the exit code of `sim.coxswain.dev/fail` (only for the completion inde
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
-from conftest import Kubectl
+from conftest import Kubectl, cluster_namespace
 
 
 @pytest.fixture
@@ -19,10 +18,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def jns(kc) -> str:
-    name = f"job-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "job")
 
 
 def job(name: str, spec: dict, annotations: dict | None = None) -> dict:

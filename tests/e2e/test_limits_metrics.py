@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 MANAGED = "sim.coxswain.dev/managed"
 CPU = "sim.coxswain.dev/cpu-usage"
@@ -27,10 +27,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def mns(kc) -> str:
-    name = f"limits-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "limits")
 
 
 def pod(name: str, annotations: dict, containers=("main",), labels=None, spec=None) -> dict:

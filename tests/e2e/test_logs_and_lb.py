@@ -11,11 +11,10 @@ import datetime
 import ipaddress
 import json
 import re
-import uuid
 
 import pytest
 
-from conftest import Kubectl, StreamReader, stop_process, wait_until
+from conftest import Kubectl, StreamReader, cluster_namespace, stop_process, wait_until
 
 LB_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 
@@ -27,10 +26,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def lns(kc) -> str:
-    name = f"logs-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "logs")
 
 
 def logging_pod(name: str, annotations: dict, containers=("main",)) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Kubectl, StreamReader, parse_json_stream, stop_process
+from conftest import Kubectl, StreamReader, cluster_namespace, parse_json_stream, stop_process
 
 FIXTURES = (Path(__file__).resolve().parents[2] / "crates" / "apiserver" / "tests"
             / "fixtures" / "kube-apiserver-1.36" / "discovery")
@@ -29,10 +29,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def tns(kc) -> str:
-    name = f"newkinds-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "newkinds")
 
 
 def objects(suffix: str, namespace: str) -> list[tuple[str, dict]]:

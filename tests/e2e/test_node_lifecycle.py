@@ -20,7 +20,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import CoxswainServer, Kubectl, wait_until
+from conftest import CoxswainServer, Kubectl, cluster_namespace, wait_until
 
 GRACE = 12
 HEARTBEAT = "sim.coxswain.dev/heartbeat"
@@ -48,10 +48,7 @@ def kc(nlc_cluster) -> Kubectl:
 
 @pytest.fixture
 def ns(kc) -> str:
-    name = f"nlc-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "nlc")
 
 
 def taints(kc: Kubectl, node: str) -> list[tuple[str, str]]:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 
 @pytest.fixture
@@ -21,10 +20,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def qns(kc) -> str:
-    name = f"quota-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "quota")
 
 
 def quota(name: str, hard: dict, **spec) -> dict:

@@ -7,11 +7,10 @@ a `kubectl get endpointslices --watch` stream, pods through `kubectl rollout sta
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
-from conftest import Kubectl, StreamReader, parse_json_stream, stop_process, wait_until
+from conftest import Kubectl, StreamReader, cluster_namespace, parse_json_stream, stop_process, wait_until
 
 SERVICE_NAME = "kubernetes.io/service-name"
 
@@ -23,10 +22,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def sns(kc) -> str:
-    name = f"svc-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "svc")
 
 
 def pod_ips_wide(kc: Kubectl, ns: str, app: str) -> set[str]:

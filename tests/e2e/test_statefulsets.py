@@ -6,11 +6,10 @@ the scheduler's message."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
-from conftest import Kubectl, StreamReader, parse_json_stream, stop_process, to_yaml, wait_until
+from conftest import Kubectl, StreamReader, cluster_namespace, parse_json_stream, stop_process, to_yaml, wait_until
 
 
 @pytest.fixture
@@ -20,10 +19,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def sns(kc) -> str:
-    name = f"sts-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "sts")
 
 
 def statefulset(name: str, replicas: int, image: str = "nginx:1.27", **spec) -> dict:

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl
+from conftest import Kubectl, cluster_namespace
 
 MANAGED = "sim.coxswain.dev/managed"
 
@@ -22,10 +22,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def tns(kc) -> str:
-    name = f"taints-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "taints")
 
 
 @pytest.fixture

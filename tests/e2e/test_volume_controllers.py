@@ -8,11 +8,10 @@ depend on no provisioner."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
-from conftest import Kubectl, wait_until
+from conftest import Kubectl, cluster_namespace, wait_until
 
 TIMEOUT = 60
 
@@ -24,10 +23,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def vns(kc) -> str:
-    name = f"vol-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "vol")
 
 
 def claim(name: str, cls: str = "", size: str = "1Gi") -> dict:

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import Kubectl, to_yaml, wait_until
+from conftest import Kubectl, cluster_namespace, to_yaml, wait_until
 
 DRIVER = "csi.sim.coxswain.dev"
 MANAGED = "sim.coxswain.dev/managed"
@@ -25,10 +25,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def vns(kc) -> str:
-    name = f"vol-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "vol")
 
 
 def statefulset(name: str, replicas: int, storage: str = "1Gi", **pod_spec) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Kubectl, StreamReader, parse_json_stream, stop_process, wait_until
+from conftest import Kubectl, StreamReader, cluster_namespace, parse_json_stream, stop_process, wait_until
 
 
 @pytest.fixture
@@ -23,10 +23,7 @@ def kc(cluster) -> Kubectl:
 
 @pytest.fixture
 def wns(kc) -> str:
-    name = f"wl-{uuid.uuid4().hex[:8]}"
-    kc("create", "namespace", name)
-    yield name
-    kc("delete", "namespace", name, "--wait=false", check=False)
+    yield from cluster_namespace(kc, "wl")
 
 
 def rs_of(kc, ns, deploy) -> list[dict]:

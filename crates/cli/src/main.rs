@@ -68,6 +68,13 @@ struct ServerArgs {
     /// (0 bytes); without it such a file is refused, never silently replaced.
     #[arg(long)]
     allow_empty_database: bool,
+    /// Built-in admission plugins to turn off, comma-separated, by kube-apiserver's
+    /// names: `LimitRanger`, `ServiceAccount`, `RuntimeClass`, `ResourceQuota` (all run
+    /// by default). A server without a controller manager to create the namespaces'
+    /// `default` service accounts admits pods only with `ServiceAccount` off.
+    #[arg(long, value_delimiter = ',', value_name = "PLUGINS",
+          value_parser = coxswain_apiserver::server::AdmissionPlugin::parse)]
+    disable_admission_plugins: Vec<coxswain_apiserver::server::AdmissionPlugin>,
     /// Verify the database in --data-dir and exit (0: sound, 1: damaged): it opens,
     /// passes redb's integrity check, every object is JSON stored under its
     /// namespace/name with a resourceVersion at most the database's.
@@ -287,6 +294,9 @@ fn config(args: &ServerArgs) -> coxswain_apiserver::server::Config {
     c.service_map = args.service_proxy_map.iter().cloned().collect();
     c.authn = args.authn.options();
     c.allow_empty_database = args.allow_empty_database;
+    c.admission_plugins = coxswain_apiserver::server::AdmissionPlugins::without(
+        args.disable_admission_plugins.iter().copied(),
+    );
     c
 }
 

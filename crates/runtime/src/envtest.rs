@@ -42,7 +42,10 @@ pub async fn start() -> Result<TestEnv, EnvError> {
 }
 
 /// Start a server after `adjust` changed its configuration (data directory and bind
-/// address are set already).
+/// address are set already, and the `ServiceAccount` admission plugin is off, as in
+/// controller-runtime's envtest: no controller creates the namespaces' `default`
+/// accounts, and the plugin refuses pods whose account does not exist; `adjust` may
+/// turn it back on).
 pub async fn start_with(
     adjust: impl FnOnce(&mut coxswain_apiserver::server::Config),
 ) -> Result<TestEnv, EnvError> {
@@ -50,6 +53,9 @@ pub async fn start_with(
     let mut config = coxswain_apiserver::server::Config::new(dir.path());
     config.bind = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     config.persist = false;
+    config
+        .admission_plugins
+        .disable(coxswain_apiserver::server::AdmissionPlugin::ServiceAccount);
     adjust(&mut config);
     let server = coxswain_apiserver::server::start(config.clone()).await?;
     // a restart must come back on the same port

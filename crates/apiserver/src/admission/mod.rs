@@ -11,13 +11,16 @@
 //! ValidatingAdmissionPolicy, ValidatingAdmissionWebhook; the plugins are registered in
 //! that order by the server's start-up.
 //!
-//! The always-on built-in plugins (LimitRanger, ServiceAccount, storage, ResourceQuota,
-//! ...) still run where the write path marks them (`endpoints/write.rs`), around these.
+//! The built-in plugins (LimitRanger, ServiceAccount, storage, ResourceQuota, ...) run
+//! where the write path marks them (`endpoints/write.rs`), around these; those
+//! [`builtin::Plugin`] names can be turned off (`--disable-admission-plugins`).
 //!
 //! A request no plugin [`Plugin::handles`] costs one check: the write path then stores in
 //! one step under the store's lock. A handled update is read, admitted and validated
 //! outside the lock, then stored only if the object did not change meanwhile (else it is
 //! computed again, as upstream's `GuaranteedUpdate`).
+
+pub mod builtin;
 
 pub mod webhook;
 

@@ -59,6 +59,8 @@ pub struct Api {
     pub auth: crate::auth::Auth,
     /// The dynamic admission plugins (webhooks, admission policies) every write asks.
     pub admission: crate::admission::Chain,
+    /// Which built-in admission plugins run (`--disable-admission-plugins`).
+    pub builtin_admission: crate::admission::builtin::Plugins,
     /// Work run after writes of a resource (by storage key).
     hooks: RwLock<Vec<(String, Arc<dyn WriteHook>)>>,
     /// The OpenAPI documents of the catalogue they were built for.
@@ -313,6 +315,7 @@ impl Api {
             crds,
             auth,
             admission: crate::admission::Chain::new(),
+            builtin_admission: crate::admission::builtin::Plugins::default(),
             hooks: RwLock::new(Vec::new()),
             openapi: Mutex::new(None),
         }

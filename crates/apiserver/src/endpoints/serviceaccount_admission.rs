@@ -1,15 +1,22 @@
 //! The ServiceAccount admission plugin (upstream
-//! `plugin/pkg/admission/serviceaccount/admission.go`), mutating half: a new Pod without
-//! `serviceAccountName` runs as its namespace's `default` account, and unless the pod or
-//! its account turns automounting off, every container and init container mounts the
-//! account's API credentials at `/var/run/secrets/kubernetes.io/serviceaccount` from a
-//! projected `kube-api-access-<random>` volume (a bound token of 3607 s, the cluster CA
-//! from `kube-root-ca.crt`, the namespace), as kube-apiserver adds them.
+//! `plugin/pkg/admission/serviceaccount/admission.go`), on pod creation: a pod without
+//! `serviceAccountName` runs as its namespace's `default` account; a pod whose account
+//! does not exist is refused (403 `error looking up service account NS/NAME:
+//! serviceaccount "NAME" not found`, which a controller creating pods reports and
+//! retries); unless the pod or its account turns automounting off, every container and
+//! init container mounts the account's API credentials at
+//! `/var/run/secrets/kubernetes.io/serviceaccount` from a projected
+//! `kube-api-access-<random>` volume (a bound token of 3607 s, the cluster CA from
+//! `kube-root-ca.crt`, the namespace), as kube-apiserver adds them; a pod without
+//! `imagePullSecrets` gets its account's.
 //!
-//! Not done: upstream refuses a pod whose account does not exist (yet) with 403
-//! `error looking up service account`; here such a pod is admitted with its account
-//! name and no token volume, so that pods created on a server without the service
-//! account controller (`coxswain apiserver` alone) keep working.
+//! A server that runs no service account controller (`coxswain apiserver` alone, test
+//! servers) turns the plugin off with `--disable-admission-plugins=ServiceAccount`, as
+//! controller-runtime's envtest does; otherwise no pod is admitted there until its
+//! account is created.
+//!
+//! Not done: the `kubernetes.io/enforce-mountable-secrets` annotation (deprecated
+//! upstream) and the mirror pod refusals (coxswain's kubelets create no mirror pods).
 
 use serde_json::{json, Value};
 
@@ -23,17 +30,22 @@ const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 impl Api {
-    /// Apply the plugin to a Pod being created in `namespace`.
-    pub(super) fn admit_service_account(&self, namespace: Option<&str>, pod: &mut Value) {
+    /// Apply the plugin to a Pod being created in `namespace`. `Err`: why it is
+    /// refused (403): its service account does not exist.
+    pub(super) fn admit_service_account(
+        &self,
+        namespace: Option<&str>,
+        pod: &mut Value,
+    ) -> Result<(), String> {
         if pod
             .pointer("/metadata/annotations")
             .and_then(Value::as_object)
             .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
         {
-            return;
+            return Ok(());
         }
         let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
-            return;
+            return Ok(());
         };
         let name = match spec.get("serviceAccountName").and_then(Value::as_str) {
             Some(n) if !n.is_empty() => n.to_string(),
@@ -42,14 +54,18 @@ impl Api {
         spec.insert("serviceAccountName".into(), json!(name));
         spec.insert("serviceAccount".into(), json!(name));
         let Some(ns) = namespace else {
-            return;
+            return Ok(());
         };
-        let Some(account) = self
-            .store
-            .get("/serviceaccounts", &format!("{ns}/{name}"))
-            .and_then(|o| o.value().ok())
-        else {
-            return;
+        let lookup_error =
+            |why: String| format!("error looking up service account {ns}/{name}: {why}");
+        let account = match self.store.get("/serviceaccounts", &format!("{ns}/{name}")) {
+            Some(stored) => stored
+                .value()
+                .map_err(|e| lookup_error(e.message.clone()))?,
+            None => return Err(lookup_error(format!("serviceaccount \"{name}\" not found"))),
+        };
+        let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+            return Ok(());
         };
         let automount = spec
             .get("automountServiceAccountToken")
@@ -60,10 +76,30 @@ impl Api {
                     .and_then(Value::as_bool)
             })
             .unwrap_or(true);
-        if !automount {
-            return;
+        if automount {
+            mount_token(spec);
         }
-        mount_token(spec);
+        copy_pull_secrets(&account, spec);
+        Ok(())
+    }
+}
+
+/// A pod without image pull secrets gets its service account's (upstream copies them
+/// when the pod names none).
+fn copy_pull_secrets(account: &Value, spec: &mut serde_json::Map<String, Value>) {
+    let has_own = spec
+        .get("imagePullSecrets")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty());
+    if has_own {
+        return;
+    }
+    if let Some(secrets) = account
+        .get("imagePullSecrets")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+    {
+        spec.insert("imagePullSecrets".into(), Value::Array(secrets.clone()));
     }
 }
 
@@ -163,6 +199,31 @@ mod tests {
             assert_eq!(last["mountPath"], MOUNT_PATH);
             assert_eq!(last["readOnly"], true);
         }
+    }
+
+    #[test]
+    fn pull_secrets_come_from_the_account_when_the_pod_names_none() {
+        let account = json!({"imagePullSecrets": [{"name": "registry"}]});
+        for (pod, want) in [
+            (json!({}), json!([{"name": "registry"}])),
+            (
+                json!({"imagePullSecrets": []}),
+                json!([{"name": "registry"}]),
+            ),
+            (
+                json!({"imagePullSecrets": [{"name": "own"}]}),
+                json!([{"name": "own"}]),
+            ),
+        ] {
+            let mut s = spec(pod);
+            copy_pull_secrets(&account, &mut s);
+            assert_eq!(s["imagePullSecrets"], want);
+        }
+        // an account without any adds nothing
+        let mut s = spec(json!({}));
+        copy_pull_secrets(&json!({"imagePullSecrets": []}), &mut s);
+        copy_pull_secrets(&json!({}), &mut s);
+        assert!(!s.contains_key("imagePullSecrets"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::body::{content_type, decode, Expected};
 use super::{Api, Reply};
+use crate::admission::builtin::Plugin;
 use crate::endpoints::request::{FieldValidation, Query, Target, WriteOptions};
 use crate::registry::catalog::Phase;
 use crate::registry::catalog::{ResourceDef, Subresource};
@@ -274,8 +275,8 @@ impl Api {
         // --- LimitRanger admission, mutation (upstream plugin/pkg/admission/limitranger):
         // the namespace's LimitRanges default a Pod's container requests and limits
         // before the create strategy and validation see it
-        let limited =
-            limitranger::handles(def.group, def.plural, target.subresource.is_some(), false);
+        let limited = self.builtin_admission.enabled(Plugin::LimitRanger)
+            && limitranger::handles(def.group, def.plural, target.subresource.is_some(), false);
         let limit_ranges = if limited {
             self.limit_ranges(target.namespace.as_deref())
         } else {
@@ -285,22 +286,27 @@ impl Api {
         // --- end LimitRanger mutation
         // --- ServiceAccount admission (upstream plugin/pkg/admission/serviceaccount): the
         // pod's account (default `default`) and its API credentials' projected volume
-        if def.group.is_empty() && def.plural == "pods" && target.subresource.is_none() {
-            self.admit_service_account(target.namespace.as_deref(), &mut obj);
+        if def.group.is_empty()
+            && def.plural == "pods"
+            && target.subresource.is_none()
+            && self.builtin_admission.enabled(Plugin::ServiceAccount)
+        {
+            self.admit_service_account(target.namespace.as_deref(), &mut obj)
+                .map_err(|reason| refused(def, &obj, &given_name, &reason))?;
         }
         // --- end ServiceAccount admission
         // --- RuntimeClass admission, mutation (upstream plugin/pkg/admission/runtimeclass):
         // a pod's RuntimeClass sets its overhead and adds its node selector and tolerations
-        let runtime_class =
-            if runtimeclass::handles(def.group, def.plural, target.subresource.is_some()) {
-                let class = self.runtime_class(&obj);
-                runtimeclass::mutate(&mut obj, class.as_ref()).map_err(|reason| {
-                    limitranger::forbidden(def.group, def.plural, &obj, &reason)
-                })?;
-                Some(class)
-            } else {
-                None
-            };
+        let runtime_class = if self.builtin_admission.enabled(Plugin::RuntimeClass)
+            && runtimeclass::handles(def.group, def.plural, target.subresource.is_some())
+        {
+            let class = self.runtime_class(&obj);
+            runtimeclass::mutate(&mut obj, class.as_ref())
+                .map_err(|reason| limitranger::forbidden(def.group, def.plural, &obj, &reason))?;
+            Some(class)
+        } else {
+            None
+        };
         // --- end RuntimeClass mutation
         // --- dynamic admission, mutating phase (admission policies, webhooks: `admission`)
         let mut admission = self.admission_attributes(
@@ -344,17 +350,8 @@ impl Api {
         rest::validate_object(def, &obj, None)?;
         // --- LimitRanger admission, validation: min, max and maxLimitRequestRatio of
         // Pods and PersistentVolumeClaims; the first violated LimitRange answers 403
-        if let Err(reason) = limitranger::validate(&limit_ranges, def.plural, &obj) {
-            let mut named = obj.clone();
-            if given_name.is_empty() {
-                if let Some(m) = rest::meta_mut(&mut named) {
-                    m.remove("name");
-                }
-            }
-            return Err(limitranger::forbidden(
-                def.group, def.plural, &named, &reason,
-            ));
-        }
+        limitranger::validate(&limit_ranges, def.plural, &obj)
+            .map_err(|reason| refused(def, &obj, &given_name, &reason))?;
         // --- end LimitRanger validation
         // --- RuntimeClass admission, validation: the pod's overhead is its class's
         if let Some(class) = &runtime_class {
@@ -379,14 +376,16 @@ impl Api {
         // object against its namespace's quotas and charge their status.used (a
         // resourceVersion-checked write) before the object is stored; dry-run charges
         // nothing. Upstream: plugin/pkg/admission/resourcequota.
-        crate::registry::core::resourcequota::admission::admit(
-            &self.store,
-            def,
-            ns.as_deref(),
-            &obj,
-            opts.dry_run,
-        )
-        .await?;
+        if self.builtin_admission.enabled(Plugin::ResourceQuota) {
+            crate::registry::core::resourcequota::admission::admit(
+                &self.store,
+                def,
+                ns.as_deref(),
+                &obj,
+                opts.dry_run,
+            )
+            .await?;
+        }
         // --- end ResourceQuota admission
         let resource = def.storage_key();
         let selectable: Vec<&str> = crate::registry::versions::storage_def(def)
@@ -746,6 +745,8 @@ impl Api {
         let applied = opts.applied;
         // ResourceQuota admission of the update: what it charges, once stored
         let mut quota_charges = Vec::new();
+        let limit_ranger = self.builtin_admission.enabled(Plugin::LimitRanger);
+        let resource_quota = self.builtin_admission.enabled(Plugin::ResourceQuota);
         let quota_table = crate::registry::core::resourcequota::admission::quota_table();
         // --- RBAC escalation check of an update (upstream's policybased RBAC storage):
         // whether the author is exempt is decided here, against the stored object (a
@@ -839,7 +840,8 @@ impl Api {
                     // --- end certificate admission
                     // --- LimitRanger admission, validation on update (PersistentVolumeClaims;
                     // a Pod's containers are immutable): objects being deleted are exempt
-                    if limitranger::handles(def.group, def.plural, sub.is_some(), true)
+                    if limit_ranger
+                        && limitranger::handles(def.group, def.plural, sub.is_some(), true)
                         && old.pointer("/metadata/deletionTimestamp").is_none()
                     {
                         let ranges = limitranger::in_namespace(
@@ -866,14 +868,17 @@ impl Api {
                     // --- ResourceQuota admission (last validating plugin): an update
                     // that uses more (a claim's resize, a service's new type) is checked
                     // against the quotas as stored; 403 when it exceeds one.
-                    quota_charges = crate::registry::core::resourcequota::admission::admit_update(
-                        def,
-                        view.table(&quota_table),
-                        target.namespace.as_deref(),
-                        sub.map(Subresource::name),
-                        &new,
-                        &old,
-                    )?;
+                    if resource_quota {
+                        quota_charges =
+                            crate::registry::core::resourcequota::admission::admit_update(
+                                def,
+                                view.table(&quota_table),
+                                target.namespace.as_deref(),
+                                sub.map(Subresource::name),
+                                &new,
+                                &old,
+                            )?;
+                    }
                     // --- end ResourceQuota admission
                     // what storage keeps, before asking whether anything changed (upstream
                     // compares the encoded bytes)
@@ -1073,6 +1078,20 @@ impl Api {
         let w = warnings.into_inner().unwrap_or_default();
         Ok(reply.with_warnings(w))
     }
+}
+
+/// An admission plugin's 403 for a create: it names the object as the request did (a
+/// generated name is made after admission upstream, so the message names the
+/// `generateName` prefix).
+fn refused(def: &ResourceDef, obj: &Value, given_name: &str, reason: &str) -> ApiError {
+    if given_name.is_empty() {
+        let mut named = obj.clone();
+        if let Some(m) = rest::meta_mut(&mut named) {
+            m.remove("name");
+        }
+        return limitranger::forbidden(def.group, def.plural, &named, reason);
+    }
+    limitranger::forbidden(def.group, def.plural, obj, reason)
 }
 
 // --- storage admission ---

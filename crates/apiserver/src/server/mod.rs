@@ -30,6 +30,8 @@ use crate::registry::catalog::Catalog;
 use crate::storage::persist::Committer;
 use crate::storage::store::{Store, StoredObject, Table};
 
+/// The built-in admission plugins `--disable-admission-plugins` turns off.
+pub use crate::admission::builtin::{Plugin as AdmissionPlugin, Plugins as AdmissionPlugins};
 pub use crate::auth::authn::AuthnOptions;
 /// Fault injection in the storage layer (tests only).
 #[cfg(feature = "failpoints")]
@@ -75,6 +77,8 @@ pub struct Config {
     /// Start afresh when the database file exists but is empty (0 bytes), instead of
     /// refusing (`--allow-empty-database`).
     pub allow_empty_database: bool,
+    /// Which built-in admission plugins run (all by default; `--disable-admission-plugins`).
+    pub admission_plugins: AdmissionPlugins,
     /// Faults injected into the storage layer (tests only).
     #[cfg(feature = "failpoints")]
     pub failpoints: Option<Arc<crate::storage::failpoints::Failpoints>>,
@@ -97,6 +101,7 @@ impl Config {
             extra_tokens: Vec::new(),
             service_map: servicemap::ServiceMap::new(),
             allow_empty_database: false,
+            admission_plugins: AdmissionPlugins::default(),
             #[cfg(feature = "failpoints")]
             failpoints: None,
         }
@@ -470,12 +475,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         (Some(c), true) => authentication(&config, c, &store, legacy_used_tx)?,
         _ => crate::auth::Auth::none(),
     };
-    let api = Arc::new(Api::new(
-        store.clone(),
-        config.bookmark_interval,
-        crds,
-        auth,
-    ));
+    let mut api = Api::new(store.clone(), config.bookmark_interval, crds, auth);
+    api.builtin_admission = config.admission_plugins.clone();
+    let api = Arc::new(api);
     // dynamic admission, in upstream's order (MutatingAdmissionPolicy,
     // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)
     let webhooks = {

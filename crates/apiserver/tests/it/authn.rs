@@ -50,6 +50,9 @@ fn start(adjust: impl FnOnce(&mut coxswain_apiserver::server::Config, &std::path
     cfg.persist = false;
     cfg.authn.token_auth_file = Some(tokens);
     cfg.authn.enable_bootstrap_token_auth = true;
+    // no service account controller: pods are admitted without their accounts
+    cfg.admission_plugins
+        .disable(coxswain_apiserver::server::AdmissionPlugin::ServiceAccount);
     adjust(&mut cfg, dir.path());
     let running = rt
         .block_on(coxswain_apiserver::server::start(cfg))

@@ -21,6 +21,7 @@ mod rbac;
 mod rbac_bootstrap;
 mod reference;
 mod roundtrip;
+mod serviceaccount_admission;
 mod services;
 mod storage_faults;
 mod tables;

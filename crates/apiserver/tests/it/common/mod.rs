@@ -9,6 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use coxswain_apiserver::server::AdmissionPlugin;
 use serde_json::Value;
 
 /// The answers of a real kube-apiserver 1.36, recorded in
@@ -142,6 +143,10 @@ pub fn start_with(adjust: impl FnOnce(&mut coxswain_apiserver::server::Config)) 
     cfg.persist = false;
     cfg.tls = false;
     cfg.auth = false;
+    // no service account controller creates the namespaces' `default` accounts (the
+    // plugin's own tests turn it back on)
+    cfg.admission_plugins
+        .disable(AdmissionPlugin::ServiceAccount);
     adjust(&mut cfg);
     let running = rt
         .block_on(coxswain_apiserver::server::start(cfg))
@@ -165,6 +170,8 @@ pub async fn start_with_client() -> (
     cfg.bind = "127.0.0.1:0".parse().expect("addr");
     cfg.persist = false;
     cfg.bookmark_interval = Duration::from_millis(500);
+    cfg.admission_plugins
+        .disable(AdmissionPlugin::ServiceAccount);
     let running = coxswain_apiserver::server::start(cfg)
         .await
         .expect("server starts");
