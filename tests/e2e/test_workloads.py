@@ -187,6 +187,8 @@ def test_controller_manager_health_and_controllers_listing(cluster):
     text = Path(cluster.log_path).read_text(errors="replace")
     m = re.search(r"controller manager: health and metrics on (https://[0-9.:]+)", text)
     assert m, cluster.log_tail()
+    # a log written to a file is plain text: no terminal colour codes
+    assert "\x1b[" not in text and " INFO " in text, text[:2000]
     base = m.group(1)
     # /healthz is served without credentials; the rest to the admin token (system:masters)
     body = requests.get(f"{base}/healthz?verbose", verify=False, timeout=5).text
