@@ -9,78 +9,23 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::request;
+use crate::common::Durable;
 
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
-struct Node {
-    rt: tokio::runtime::Runtime,
-    running: Option<coxswain_apiserver::server::Running>,
-}
+struct Node(Durable);
 
 impl Node {
     fn start(dir: &Path) -> Node {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let mut node = Node { rt, running: None };
-        node.boot(dir);
-        node
-    }
-
-    /// Start on `dir`; the previous server's database may take a moment to be released.
-    fn boot(&mut self, dir: &Path) {
-        let mut cfg = coxswain_apiserver::server::Config::new(dir);
-        cfg.bind = "127.0.0.1:0".parse().expect("addr");
-        cfg.persist = true;
-        cfg.tls = false;
-        cfg.auth = false;
-        let mut last = None;
-        for _ in 0..100 {
-            match self
-                .rt
-                .block_on(coxswain_apiserver::server::start(cfg.clone()))
-            {
-                Ok(r) => {
-                    self.running = Some(r);
-                    return;
-                }
-                Err(e) => {
-                    last = Some(e);
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                }
-            }
-        }
-        panic!("restart: {last:?}");
+        Node(Durable::start(dir, |_| {}))
     }
 
     fn restart(&mut self, dir: &Path) {
-        if let Some(r) = self.running.take() {
-            r.shutdown.cancel();
-            let _ = self.rt.block_on(r.task);
-        }
-        self.boot(dir);
+        self.0.boot(dir, |_| {});
     }
 
     fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
-        let addr = self.running.as_ref().expect("running").addr;
-        let bytes = if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        };
-        let (code, _, b) = request(
-            addr,
-            method,
-            path,
-            "application/json",
-            "application/json",
-            &bytes,
-        );
-        let v = serde_json::from_slice(&b).unwrap_or(Value::Null);
-        (code, v)
+        self.0.json(method, path, body)
     }
 
     fn get(&self, path: &str) -> Value {

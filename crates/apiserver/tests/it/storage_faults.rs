@@ -14,75 +14,38 @@ use std::time::Duration;
 use coxswain_apiserver::server::failpoints::Failpoints;
 use serde_json::{json, Value};
 
-use crate::common::request;
+use crate::common::{json_request, request, Durable};
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 
 struct Node {
-    rt: tokio::runtime::Runtime,
-    running: Option<coxswain_apiserver::server::Running>,
+    server: Durable,
     faults: Arc<Failpoints>,
 }
 
 impl Node {
+    /// Start on `dir` with fresh failpoints.
     fn start(dir: &Path) -> Node {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let mut node = Node {
-            rt,
-            running: None,
-            faults: Failpoints::new(),
-        };
-        node.boot(dir);
-        node
+        let faults = Failpoints::new();
+        let f = faults.clone();
+        let server = Durable::start(dir, move |c| c.failpoints = Some(f.clone()));
+        Node { server, faults }
     }
 
-    /// Start on `dir` with fresh failpoints; the previous server's database may take a
-    /// moment to be released.
-    fn boot(&mut self, dir: &Path) {
-        self.faults = Failpoints::new();
-        let mut cfg = coxswain_apiserver::server::Config::new(dir);
-        cfg.bind = "127.0.0.1:0".parse().expect("addr");
-        cfg.persist = true;
-        cfg.tls = false;
-        cfg.auth = false;
-        cfg.failpoints = Some(self.faults.clone());
-        let mut last = None;
-        for _ in 0..100 {
-            match self
-                .rt
-                .block_on(coxswain_apiserver::server::start(cfg.clone()))
-            {
-                Ok(r) => {
-                    self.running = Some(r);
-                    return;
-                }
-                Err(e) => {
-                    last = Some(e);
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
-        }
-        panic!("restart: {last:?}");
-    }
-
+    /// Start again on `dir`, with fresh failpoints.
     fn restart(&mut self, dir: &Path) {
-        if let Some(r) = self.running.take() {
-            r.shutdown.cancel();
-            let _ = self.rt.block_on(r.task);
-        }
-        self.boot(dir);
+        self.faults = Failpoints::new();
+        let f = self.faults.clone();
+        self.server
+            .boot(dir, move |c| c.failpoints = Some(f.clone()));
     }
 
     fn addr(&self) -> std::net::SocketAddr {
-        self.running.as_ref().expect("running").addr
+        self.server.addr()
     }
 
     fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
-        send(self.addr(), method, path, body)
+        self.server.json(method, path, body)
     }
 
     /// name → (resourceVersion, data) of the default namespace's ConfigMaps.
@@ -107,21 +70,6 @@ impl Node {
             })
             .collect()
     }
-}
-
-fn send(addr: std::net::SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
-    let bytes = if body.is_null() {
-        Vec::new()
-    } else {
-        body.to_string().into_bytes()
-    };
-    let content_type = if method == "PATCH" {
-        "application/merge-patch+json"
-    } else {
-        "application/json"
-    };
-    let (code, _, b) = request(addr, method, path, content_type, "application/json", &bytes);
-    (code, serde_json::from_slice(&b).unwrap_or(Value::Null))
 }
 
 fn cm(name: &str, value: &str) -> Value {
@@ -216,8 +164,8 @@ fn concurrent_writes_around_a_failed_commit_agree_with_the_disk() {
                 .map(|t| {
                     s.spawn(move || {
                         let name = format!("r{round}-t{t}");
-                        let (created, _) = send(addr, "POST", CM, &cm(&name, "0"));
-                        let (patched, _) = send(
+                        let (created, _) = json_request(addr, "POST", CM, &cm(&name, "0"));
+                        let (patched, _) = json_request(
                             addr,
                             "PATCH",
                             &format!("{CM}/{name}"),

@@ -185,3 +185,90 @@ pub async fn start_with_client() -> (
     let client = kube::Client::try_from(config).expect("client");
     (running, client, dir)
 }
+
+/// A persisting server (plain HTTP, no authentication) on a data directory that a test
+/// stops and starts again on the same data.
+pub struct Durable {
+    rt: tokio::runtime::Runtime,
+    running: Option<coxswain_apiserver::server::Running>,
+}
+
+impl Durable {
+    /// Start on `dir` after `adjust` changed the configuration.
+    pub fn start(
+        dir: &std::path::Path,
+        adjust: impl Fn(&mut coxswain_apiserver::server::Config),
+    ) -> Durable {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut server = Durable { rt, running: None };
+        server.boot(dir, adjust);
+        server
+    }
+
+    /// Stop the running server (if any) and start again on `dir`; the previous
+    /// server's database may take a moment to be released, so the start is retried.
+    pub fn boot(
+        &mut self,
+        dir: &std::path::Path,
+        adjust: impl Fn(&mut coxswain_apiserver::server::Config),
+    ) {
+        if let Some(r) = self.running.take() {
+            r.shutdown.cancel();
+            let _ = self.rt.block_on(r.task);
+        }
+        let mut cfg = coxswain_apiserver::server::Config::new(dir);
+        cfg.bind = "127.0.0.1:0".parse().expect("addr");
+        cfg.persist = true;
+        cfg.tls = false;
+        cfg.auth = false;
+        adjust(&mut cfg);
+        let mut last = None;
+        for _ in 0..100 {
+            match self
+                .rt
+                .block_on(coxswain_apiserver::server::start(cfg.clone()))
+            {
+                Ok(r) => {
+                    self.running = Some(r);
+                    return;
+                }
+                Err(e) => {
+                    last = Some(e);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        panic!("restart: {last:?}");
+    }
+
+    /// The running server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.running.as_ref().expect("running").addr
+    }
+
+    /// A JSON request to the running server ([`json_request`]).
+    pub fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
+        json_request(self.addr(), method, path, body)
+    }
+}
+
+/// A JSON request (a PATCH is a merge patch; a `Null` body is none): status and body
+/// (`Null` if not JSON).
+pub fn json_request(addr: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let content_type = if method == "PATCH" {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let (code, _, b) = request(addr, method, path, content_type, "application/json", &bytes);
+    (code, serde_json::from_slice(&b).unwrap_or(Value::Null))
+}
