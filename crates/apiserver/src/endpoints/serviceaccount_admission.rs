@@ -3,7 +3,8 @@
 //! `serviceAccountName` runs as its namespace's `default` account; a pod whose account
 //! does not exist is refused (403 `error looking up service account NS/NAME:
 //! serviceaccount "NAME" not found`, which a controller creating pods reports and
-//! retries); unless the pod or its account turns automounting off, every container and
+//! retries; the `default` account is waited for up to about 1.5 s first, as upstream
+//! looks it up again, since its controller creates it just after the namespace); unless the pod or its account turns automounting off, every container and
 //! init container mounts the account's API credentials at
 //! `/var/run/secrets/kubernetes.io/serviceaccount` from a projected
 //! `kube-api-access-<random>` volume (a bound token of 3607 s, the cluster CA from
@@ -32,7 +33,7 @@ const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 impl Api {
     /// Apply the plugin to a Pod being created in `namespace`. `Err`: why it is
     /// refused (403): its service account does not exist.
-    pub(super) fn admit_service_account(
+    pub(super) async fn admit_service_account(
         &self,
         namespace: Option<&str>,
         pod: &mut Value,
@@ -58,7 +59,7 @@ impl Api {
         };
         let lookup_error =
             |why: String| format!("error looking up service account {ns}/{name}: {why}");
-        let account = match self.store.get("/serviceaccounts", &format!("{ns}/{name}")) {
+        let account = match self.service_account(ns, &name).await {
             Some(stored) => stored
                 .value()
                 .map_err(|e| lookup_error(e.message.clone()))?,
@@ -83,6 +84,39 @@ impl Api {
         Ok(())
     }
 }
+
+impl Api {
+    /// The stored service account `ns/name`. The namespace's `default` account is
+    /// created by the service account controller just after the namespace, so a pod
+    /// created right after its namespace waits for it a little (upstream looks it up
+    /// [`DEFAULT_ACCOUNT_ATTEMPTS`] times, 100–200 ms apart, before refusing the pod).
+    async fn service_account(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Option<std::sync::Arc<crate::storage::store::StoredObject>> {
+        let key = format!("{ns}/{name}");
+        let attempts = if name == "default" {
+            DEFAULT_ACCOUNT_ATTEMPTS
+        } else {
+            1
+        };
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                tokio::time::sleep(DEFAULT_ACCOUNT_RETRY).await;
+            }
+            if let Some(found) = self.store.get("/serviceaccounts", &key) {
+                return Some(found);
+            }
+        }
+        None
+    }
+}
+
+/// How many times the `default` account is looked up before a pod is refused.
+const DEFAULT_ACCOUNT_ATTEMPTS: u32 = 10;
+/// The wait between two lookups (upstream: a random 100–200 ms).
+const DEFAULT_ACCOUNT_RETRY: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// A pod without image pull secrets gets its service account's (upstream copies them
 /// when the pod names none).

@@ -292,6 +292,7 @@ impl Api {
             && self.builtin_admission.enabled(Plugin::ServiceAccount)
         {
             self.admit_service_account(target.namespace.as_deref(), &mut obj)
+                .await
                 .map_err(|reason| refused(def, &obj, &given_name, &reason))?;
         }
         // --- end ServiceAccount admission

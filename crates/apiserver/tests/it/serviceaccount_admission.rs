@@ -60,12 +60,24 @@ fn pods_run_as_existing_accounts_only() {
     let (code, _) = s.json("GET", &format!("{pods}/early"), JSON, JSON, &Value::Null);
     assert_eq!(code, 404);
 
-    let (code, v) = post(
-        &s,
-        "/api/v1/namespaces/sa/serviceaccounts",
-        json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]}),
+    // a pod created just before its namespace's `default` account waits for it (as
+    // upstream looks the account up again for a while before refusing)
+    let (code, waited) = std::thread::scope(|scope| {
+        let pod = scope.spawn(|| post(&s, pods, pod(json!({"name": "waited"}), json!({}))));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (code, v) = post(
+            &s,
+            "/api/v1/namespaces/sa/serviceaccounts",
+            json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]}),
+        );
+        assert_eq!(code, 201, "{v}");
+        pod.join().expect("pod request")
+    });
+    assert_eq!(code, 201, "{waited}");
+    assert_eq!(
+        waited["spec"]["imagePullSecrets"],
+        json!([{"name": "registry"}])
     );
-    assert_eq!(code, 201, "{v}");
     let (code, made) = post(&s, pods, pod(json!({"name": "ok"}), json!({})));
     assert_eq!(code, 201, "{made}");
     let spec = &made["spec"];
