@@ -383,8 +383,6 @@ def cluster_namespace(kc: Callable[..., subprocess.CompletedProcess], prefix: st
     for pods once its `default` service account exists (ServiceAccount admission refuses
     pods until then; upstream's e2e framework waits alike), deleted afterwards. Use as
     `yield from cluster_namespace(kc, "prefix")` in a fixture."""
-    import uuid
-
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     kc("create", "namespace", name)
     wait_until(lambda: kc("-n", name, "get", "serviceaccount", "default",

@@ -65,9 +65,6 @@ impl Api {
                 .map_err(|e| lookup_error(e.message.clone()))?,
             None => return Err(lookup_error(format!("serviceaccount \"{name}\" not found"))),
         };
-        let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
-            return Ok(());
-        };
         let automount = spec
             .get("automountServiceAccountToken")
             .and_then(Value::as_bool)
@@ -83,9 +80,7 @@ impl Api {
         copy_pull_secrets(&account, spec);
         Ok(())
     }
-}
 
-impl Api {
     /// The stored service account `ns/name`. The namespace's `default` account is
     /// created by the service account controller just after the namespace, so a pod
     /// created right after its namespace waits for it a little (upstream looks it up
